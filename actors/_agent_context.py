@@ -1,0 +1,538 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import structlog
+
+from actors._cancel import CancellationToken
+from actors._events import (
+    BOOKKEEPING_TYPES,
+    REPLACE,
+    SURFACE_TYPES,
+    Clock,
+    Event,
+    is_custom_type,
+    system_clock,
+)
+from actors._frozen import freeze
+from actors._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    message_adapter,
+)
+from actors._run_context import Delegator, RunContext
+from actors._suspension import Answer
+from actors._update import ContextUpdate
+from actors._usage import Usage
+from actors.exceptions import InvalidUpdateError, UserError
+
+__all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
+
+_log = structlog.get_logger("actors.context")
+
+INTERRUPTED_NOT_STARTED = "Tool call was interrupted and not executed. Please retry if needed."
+
+_TYPE_OF_ROLE = {
+    "system": "system_message",
+    "user": "user_message",
+    "assistant": "assistant_message",
+    "tool": "tool_result",
+}
+
+
+class TranscriptEntry(NamedTuple):
+    """One position of the transcript: the message, when it was first added, the event behind it."""
+
+    message: Message
+    created_at: datetime
+    seq: int
+
+
+EventListener = Callable[[Event], None]
+
+
+class AgentContext:
+    """The state one agent actor owns: its event log and everything projected from it.
+
+    The log is the source of truth. Every other field — the ``messages`` of the transcript,
+    ``metadata``, ``usage``, the iteration counter, the open suspensions — is a fold of the log,
+    kept up to date incrementally as events are appended, so a context rebuilt from its events
+    (`from_events`) equals the live one.
+
+    Only the owning actor changes a context. Tools receive a `RunContext` (`run_context`) and
+    change it only by returning a `ContextUpdate`, which the actor applies with `apply_update`.
+
+    Args:
+        agent_id: The agent's id.
+        name: The agent's name (its spec's name); defaults to the id.
+        parent_id: The parent agent's id, or None for a root.
+        metadata: The initial metadata (plain JSON); recorded in the log as a ``context_update``.
+        max_iterations: How many model requests one run may make.
+        system_prompt: An overlay applied to the model's view of the transcript; never logged.
+        clock: Where event timestamps come from.
+    """
+
+    def __init__(
+        self,
+        agent_id: str = "agent",
+        *,
+        name: str | None = None,
+        parent_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        max_iterations: int = 50,
+        system_prompt: str | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
+        if not isinstance(agent_id, str) or not agent_id:
+            raise UserError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        if not isinstance(max_iterations, int) or max_iterations < 1:
+            raise UserError(f"max_iterations must be a positive int, got {max_iterations!r}")
+        self.agent_id = agent_id
+        self.name = name or agent_id
+        self.parent_id = parent_id
+        self.max_iterations = max_iterations
+        self._system_prompt = system_prompt
+        self._clock = clock
+        self._events: list[Event] = []
+        self._entries: list[TranscriptEntry] = []
+        self._metadata: dict[str, Any] = {}
+        self._usage = Usage()
+        self._iteration = 0
+        self._needs_response = False
+        self._run_id: str | None = None
+        self._suspended: dict[str, dict[str, Any]] = {}
+        self._answered_calls: set[str] = set()
+        self._listeners: list[EventListener] = []
+        if metadata:
+            update = ContextUpdate()
+            for key, value in metadata.items():
+                update = update.set(key, value)
+            self.apply_update(update, source="initial")
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The whole log, in order."""
+        return tuple(self._events)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The transcript: exactly the projection of the log (a new list each time)."""
+        return [entry.message for entry in self._entries]
+
+    @property
+    def entries(self) -> tuple[TranscriptEntry, ...]:
+        """The transcript with each message's ``created_at`` and the seq of its event."""
+        return tuple(self._entries)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The agent's dynamic metadata. Do not change it in place: apply a `ContextUpdate`."""
+        return self._metadata
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this agent consumed, over all its runs."""
+        return self._usage
+
+    @property
+    def iteration(self) -> int:
+        """How many model requests the current run has made."""
+        return self._iteration
+
+    @property
+    def needs_response(self) -> bool:
+        """Whether the model owes a reply (the last message is from the user or a tool)."""
+        return self._needs_response
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the current (or last) run."""
+        return self._run_id
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system-prompt overlay, or None."""
+        return self._system_prompt
+
+    @property
+    def suspended(self) -> dict[str, dict[str, Any]]:
+        """Open suspensions: request id to the data of its ``suspended`` event."""
+        return dict(self._suspended)
+
+    @property
+    def last_message(self) -> Message | None:
+        """The last message of the transcript, or None when it is empty."""
+        return self._entries[-1].message if self._entries else None
+
+    @property
+    def assistant_messages(self) -> list[AssistantMessage]:
+        """Every assistant message of the transcript, in order."""
+        return [e.message for e in self._entries if isinstance(e.message, AssistantMessage)]
+
+    def max_iterations_reached(self) -> bool:
+        """Whether the current run has made ``max_iterations`` model requests."""
+        return self._iteration >= self.max_iterations
+
+    def model_messages(self) -> list[Message]:
+        """The transcript as the model sees it: the system-prompt overlay applied.
+
+        The overlay replaces a leading system message, or goes in front when there is none.
+        """
+        messages = self.messages
+        if self._system_prompt is None:
+            return messages
+        overlay = SystemMessage(content=self._system_prompt)
+        if messages and isinstance(messages[0], SystemMessage):
+            return [overlay, *messages[1:]]
+        return [overlay, *messages]
+
+    # -- listening --------------------------------------------------------------------------
+
+    def subscribe(self, listener: EventListener) -> Callable[[], None]:
+        """Call ``listener(event)`` after each event is appended; returns an unsubscribe."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- the one place events enter ---------------------------------------------------------
+
+    def _append(
+        self,
+        event_type: str,
+        data: dict[str, Any],
+        *,
+        message: Message | None = None,
+        update: ContextUpdate | None = None,
+    ) -> Event:
+        event = Event.model_construct(
+            seq=len(self._events), type=event_type, data=data, created_at=self._clock()
+        )
+        self._apply(event, message=message, update=update)
+        self._events.append(event)
+        for listener in tuple(self._listeners):
+            listener(event)
+        return event
+
+    def _apply(
+        self,
+        event: Event,
+        *,
+        message: Message | None = None,
+        update: ContextUpdate | None = None,
+    ) -> None:
+        """Fold one event into the projections. The single definition of what events mean."""
+        kind, data = event.type, event.data
+        if kind in SURFACE_TYPES:
+            if message is None:
+                message = _message_of(data)
+            self._entries.append(TranscriptEntry(message, event.created_at, event.seq))
+            self._note_response(message)
+        elif kind == REPLACE:
+            first, last = data["first"], data["last"]
+            if message is None:
+                message = message_adapter.validate_python(data["message"])
+            if not (0 <= first <= last < len(self._entries)):
+                _log.warning("replace event outside the transcript ignored", seq=event.seq)
+                return
+            created_at = self._entries[first].created_at
+            touches_end = last == len(self._entries) - 1
+            self._entries[first : last + 1] = [TranscriptEntry(message, created_at, event.seq)]
+            if touches_end:
+                self._note_response(message)
+        elif kind == "context_update":
+            if update is None:
+                update = ContextUpdate.from_json(data["ops"])
+            self._metadata = update.fold(self._metadata, warn_dropped_events=False)
+        elif kind == "usage":
+            self._usage = self._usage + Usage(**data)
+        elif kind == "tool_call":
+            self._usage = self._usage + Usage(tool_calls=1)
+        elif kind == "turn_start":
+            self._iteration = 0
+            self._run_id = data.get("run_id")
+        elif kind == "step_start":
+            self._iteration = int(data.get("iteration", self._iteration + 1))
+        elif kind == "suspended":
+            self._suspended[data["request"]["id"]] = data
+        elif kind == "resumed":
+            self._suspended.pop(data.get("request_id", ""), None)
+
+    def _note_response(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage):
+            if not message.tool_calls:
+                self._needs_response = False
+        elif isinstance(message, UserMessage | ToolResultMessage):
+            self._needs_response = True
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add_message(self, message: Message, source: str | None = None) -> Event:
+        """Append a message to the transcript (and its event to the log).
+
+        Args:
+            message: The message.
+            source: Marks injected context (e.g. ``"memory"``); recorded in the event's data,
+                not in the projected message.
+        """
+        if not isinstance(
+            message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+        ):
+            raise UserError(
+                f"add_message takes a message (UserMessage, AssistantMessage, ...), "
+                f"got {type(message).__name__}"
+            )
+        data = message.model_dump(mode="json")
+        if source is not None:
+            data["source"] = source
+        return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
+
+    def add_messages(self, messages: Iterable[Message], source: str | None = None) -> list[Event]:
+        """Append several messages, in order."""
+        batch = list(messages)
+        for message in batch:  # validate all first: a bad one leaves the context unchanged
+            if not isinstance(
+                message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+            ):
+                raise UserError(f"add_messages takes messages, got {type(message).__name__}")
+        return [self.add_message(message, source) for message in batch]
+
+    def add_tool_call(self, call: ToolCall, **data: Any) -> Event:
+        """Record that a tool call is being executed (counts toward ``usage.tool_calls``)."""
+        payload = {"tool_call_id": call.id, "name": call.name, "arguments": call.arguments}
+        payload.update(data)
+        return self._append("tool_call", payload)
+
+    def add_usage(self, usage: Usage) -> Event | None:
+        """Add a model request's usage to the agent's (recorded as a ``usage`` event)."""
+        if not isinstance(usage, Usage):
+            raise UserError(f"add_usage takes a Usage, got {type(usage).__name__}")
+        if usage == Usage():
+            return None
+        return self._append("usage", usage.model_dump())
+
+    def log_event(self, event_type: str, data: Mapping[str, Any] | None = None) -> Event | None:
+        """Append a bookkeeping event (one that projects to no message).
+
+        Surface types are refused with a warning and the context is unchanged: messages enter
+        through `add_message`.
+        """
+        if event_type in SURFACE_TYPES or event_type == REPLACE:
+            _log.warning(
+                "log_event refused a message event; use add_message", event_type=event_type
+            )
+            return None
+        if event_type not in BOOKKEEPING_TYPES and not is_custom_type(event_type):
+            raise UserError(
+                f"unknown event type {event_type!r}: framework types are "
+                f"{sorted(BOOKKEEPING_TYPES)}; user types are namespaced, such as 'app.note'"
+            )
+        return self._append(event_type, dict(data or {}))
+
+    def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
+        """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
+
+        If an operation fails the context is left exactly as it was.
+
+        Raises:
+            InvalidUpdateError: an operation cannot apply (e.g. ``append`` to a non-list).
+        """
+        if not isinstance(update, ContextUpdate):
+            raise InvalidUpdateError(f"expected a ContextUpdate, got {type(update).__name__}")
+        appended: list[Event] = []
+        if update.touches_metadata:
+            metadata_ops = ContextUpdate(
+                tuple(op for op in update.operations if op.op != "log_event")
+            )
+            metadata_ops.fold(self._metadata, warn_dropped_events=False)  # raises before logging
+            data: dict[str, Any] = {"ops": metadata_ops.to_json()}
+            if source is not None:
+                data["source"] = source
+            appended.append(self._append("context_update", data, update=metadata_ops))
+        for logged in update.events:
+            appended.append(self._append(logged.type, dict(logged.data)))
+        return appended
+
+    def replace_message(self, index: int, message: Message) -> Event | None:
+        """Shadow the message at ``index`` with ``message`` (the old event stays in the log).
+
+        An index outside the transcript does nothing but log a warning.
+        """
+        return self.replace_message_range(index, index, message)
+
+    def replace_message_range(self, first: int, last: int, message: Message) -> Event | None:
+        """Shadow the messages at positions ``first..last`` (inclusive) with one message.
+
+        Non-destructive: the shadowed events remain in the log. The replacement takes the range's
+        position and the first shadowed message's ``created_at``. A range outside the transcript
+        does nothing but log a warning.
+        """
+        if not isinstance(
+            message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+        ):
+            raise UserError(f"replacement must be a message, got {type(message).__name__}")
+        size = len(self._entries)
+        if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last < size):
+            _log.warning(
+                "replace outside the transcript ignored", first=first, last=last, size=size
+            )
+            return None
+        data = {"first": first, "last": last, "message": message.model_dump(mode="json")}
+        return self._append(REPLACE, data, message=message)
+
+    def set_system_prompt(self, prompt: str | None) -> None:
+        """Set (or, with None, clear) the system-prompt overlay. Never logged."""
+        self._system_prompt = prompt
+
+    def increment_iteration(self, **data: Any) -> Event:
+        """Count one more model request of this run (a ``step_start`` event)."""
+        return self._append("step_start", {"iteration": self._iteration + 1, **data})
+
+    def dangling_tool_calls(self) -> list[ToolCall]:
+        """Tool calls of the transcript that have no result and are not suspended."""
+        answered = {m.tool_call_id for m in self.messages if isinstance(m, ToolResultMessage)}
+        parked = {data["tool_call"]["id"] for data in self._suspended.values()}
+        return [
+            call
+            for message in self.assistant_messages
+            for call in message.tool_calls
+            if call.id not in answered and call.id not in parked
+        ]
+
+    def patch_dangling_tool_calls(
+        self, content: Callable[[ToolCall], str] | None = None
+    ) -> list[ToolCall]:
+        """Give every tool call without a result a synthetic error result. Idempotent.
+
+        Args:
+            content: The result text for a call; by default it says the call was interrupted
+                and not executed.
+
+        Returns:
+            The calls that were patched.
+        """
+        dangling = self.dangling_tool_calls()
+        for call in dangling:
+            text = content(call) if content else INTERRUPTED_NOT_STARTED
+            self.add_message(
+                ToolResultMessage(
+                    tool_call_id=call.id, tool_name=call.name, content=text, is_error=True
+                ),
+                source="recovery",
+            )
+        return dangling
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def metadata_snapshot(self) -> Mapping[str, Any]:
+        """A deep, read-only copy of the metadata, as tools see it."""
+        return freeze(self._metadata)  # type: ignore[no-any-return]
+
+    def run_context(
+        self,
+        call: ToolCall,
+        *,
+        tool_context: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        retry: int = 0,
+        timeout: float | None = None,
+        cancellation: CancellationToken | None = None,
+        answer: Answer | None = None,
+        delegator: Delegator | None = None,
+    ) -> RunContext[Any]:
+        """Build the `RunContext` that a tool executing ``call`` receives.
+
+        Args:
+            call: The tool call.
+            tool_context: The static channel, passed through unchanged.
+            metadata: A snapshot from `metadata_snapshot` to share among the calls of a step;
+                taken now when omitted.
+            retry: The tool's retry count.
+            timeout: The tool's timeout in seconds.
+            cancellation: The call's cancellation token; a new one when omitted.
+            answer: The answer when the call resumes a suspension.
+            delegator: How the tool hands tasks to child agents (set by the runtime).
+        """
+        return RunContext(
+            tool_context=tool_context if tool_context is not None else freeze({}),
+            metadata=metadata if metadata is not None else self.metadata_snapshot(),
+            agent_id=self.agent_id,
+            parent_id=self.parent_id,
+            run_id=self._run_id or "",
+            tool_call_id=call.id,
+            tool_name=call.name,
+            retry=retry,
+            usage=self._usage,
+            timeout=timeout,
+            cancellation=cancellation or CancellationToken(),
+            answer=answer,
+            _delegator=delegator,
+        )
+
+    # -- rebuilding -------------------------------------------------------------------------
+
+    @classmethod
+    def from_events(
+        cls,
+        events: Sequence[Event],
+        *,
+        agent_id: str = "agent",
+        name: str | None = None,
+        parent_id: str | None = None,
+        max_iterations: int = 50,
+        system_prompt: str | None = None,
+        clock: Clock = system_clock,
+    ) -> AgentContext:
+        """Rebuild a context by folding ``events`` (already validated) from scratch."""
+        ctx = cls(
+            agent_id,
+            name=name,
+            parent_id=parent_id,
+            max_iterations=max_iterations,
+            system_prompt=system_prompt,
+            clock=clock,
+        )
+        for event in events:
+            ctx._apply(event)
+            ctx._events.append(event)
+        return ctx
+
+    def serialize(self) -> dict[str, Any]:
+        """A JSON-encodable snapshot (format version 2). Never contains ``tool_context``."""
+        from actors._serialization import serialize_context
+
+        return serialize_context(self)
+
+    @classmethod
+    def deserialize(cls, blob: Mapping[str, Any], *, clock: Clock = system_clock) -> AgentContext:
+        """Rebuild a context from `serialize` output (version 2) or a version 1 message list.
+
+        Raises:
+            SerializationError: an unknown version or a malformed blob, naming what is wrong.
+        """
+        from actors._serialization import deserialize_context
+
+        return deserialize_context(blob, clock=clock)
+
+    def __repr__(self) -> str:
+        return (
+            f"<AgentContext {self.agent_id!r} messages={len(self._entries)} "
+            f"events={len(self._events)} iteration={self._iteration}>"
+        )
+
+
+def _message_of(data: Mapping[str, Any]) -> Message:
+    if "source" in data:
+        data = {key: value for key, value in data.items() if key != "source"}
+    return message_adapter.validate_python(data)

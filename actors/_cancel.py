@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from actors.exceptions import Cancelled
+
+__all__ = ["CancellationToken"]
+
+
+class CancellationToken:
+    """A flag that a run sets once, and that tools and model calls can watch.
+
+    Thread-safe. Cooperative code checks `cancelled` or calls `raise_if_cancelled()`; code that
+    waits can `wait()` on it, and async code can register a callback with `on_cancel()`.
+    """
+
+    __slots__ = ("_callbacks", "_event", "_lock", "_reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._callbacks: list[Callable[[str], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run was cancelled."""
+        return self._event.is_set()
+
+    @property
+    def reason(self) -> str | None:
+        """Why it was cancelled, or None while it is not."""
+        return self._reason
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Set the flag (once; later calls do nothing) and run the registered callbacks."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(reason)
+
+    def on_cancel(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Run ``callback(reason)`` when cancelled (at once if already); returns an unregister."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+
+                def unregister() -> None:
+                    with self._lock:
+                        if callback in self._callbacks:
+                            self._callbacks.remove(callback)
+
+                return unregister
+        callback(self._reason or "cancelled")
+        return lambda: None
+
+    def raise_if_cancelled(self) -> None:
+        """Raise `actors.exceptions.Cancelled` if the run was cancelled."""
+        if self._event.is_set():
+            raise Cancelled(self._reason or "cancelled")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until cancelled or ``timeout`` seconds pass; returns whether it was cancelled."""
+        return self._event.wait(timeout)
+
+    def __repr__(self) -> str:
+        state = f"cancelled: {self._reason!r}" if self.cancelled else "active"
+        return f"<CancellationToken {state}>"

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "BOOKKEEPING_TYPES",
+    "Clock",
+    "Event",
+    "REPLACE",
+    "SURFACE_TYPES",
+    "is_custom_type",
+    "is_known_type",
+    "system_clock",
+]
+
+Clock = Callable[[], datetime]
+"""Where timestamps come from: a function returning an aware datetime. Injectable for tests."""
+
+
+def system_clock() -> datetime:
+    """The wall clock, in UTC."""
+    return datetime.now(UTC)
+
+
+SURFACE_TYPES: Final = frozenset(
+    {"system_message", "user_message", "assistant_message", "tool_result"}
+)
+"""Event types that project to a message of the transcript."""
+
+REPLACE: Final = "replace"
+"""The event type that shadows an inclusive range of message positions with one message."""
+
+BOOKKEEPING_TYPES: Final = frozenset(
+    {
+        "turn_start",
+        "turn_end",
+        "step_start",
+        "step_end",
+        "tool_call",
+        "request_header",
+        "context_update",
+        "usage",
+        "subagent_spawned",
+        "subagent_finished",
+        "suspended",
+        "resumed",
+        "cancelled",
+        "error",
+        "steered",
+        "recovered",
+    }
+)
+"""Framework event types that project to no message."""
+
+_CUSTOM = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)+$")
+
+
+def is_custom_type(event_type: str) -> bool:
+    """Whether ``event_type`` is a user event type: namespaced with a dot, like ``app.note``."""
+    return bool(_CUSTOM.match(event_type))
+
+
+def is_known_type(event_type: str) -> bool:
+    """Whether a log may hold an event of this type."""
+    return (
+        event_type in SURFACE_TYPES
+        or event_type in BOOKKEEPING_TYPES
+        or event_type == REPLACE
+        or is_custom_type(event_type)
+    )
+
+
+class Event(BaseModel):
+    """One entry of an agent's append-only log.
+
+    Attributes:
+        seq: The event's index in its agent's log (0, 1, 2, ... with no gaps).
+        type: What happened. Surface types project to messages, ``replace`` shadows a range of
+            messages, every other type is bookkeeping. User types are namespaced (``app.note``).
+        data: The event's payload, plain JSON. Treat it as read-only: the log shares it.
+        created_at: When it was appended, from the context's clock.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int
+    type: str
+    data: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def is_surface(self) -> bool:
+        """Whether this event projects to a message."""
+        return self.type in SURFACE_TYPES

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResultMessage",
+    "UserMessage",
+    "message_adapter",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    """One call of a tool that the model asked for.
+
+    Attributes:
+        id: The provider's id of the call; a tool result answers it by this id.
+        name: The tool's name.
+        arguments: The arguments as the model gave them (a JSON object).
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class SystemMessage(_Frozen):
+    """Instructions for the model."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(_Frozen):
+    """A message from the user (or from a parent agent handing down a task)."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(_Frozen):
+    """A reply of the model: text, tool calls, or both."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResultMessage(_Frozen):
+    """The result of one tool call, as the model will read it."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage,
+    Field(discriminator="role"),
+]
+"""Any message of a transcript; the ``role`` field tells which."""
+
+message_adapter: TypeAdapter[Message] = TypeAdapter(Message)

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Generic, Protocol
+
+from typing_extensions import TypeVar
+
+from actors._cancel import CancellationToken
+from actors._suspension import Answer
+from actors._usage import Usage
+
+__all__ = ["Delegator", "RunContext", "ToolContextT"]
+
+ToolContextT = TypeVar("ToolContextT", default=Mapping[str, Any])
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Delegator(Protocol):
+    """What the runtime plugs into a `RunContext` so a tool can hand a task to a child agent."""
+
+    def __call__(self, agent: Any, task: str, /, **kwargs: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext(Generic[ToolContextT]):
+    """What a tool function receives: read-only views of its agent, never the live state.
+
+    A tool changes its agent only by returning a `ContextUpdate`. Type the first parameter of a
+    tool as ``RunContext[MyDeps]`` and the type checker knows what ``ctx.tool_context`` holds.
+
+    Attributes:
+        tool_context: The static channel: set by the caller at the root and forwarded unchanged
+            to every descendant. Never stored, never logged.
+        metadata: A deep, read-only snapshot of the agent's metadata, taken before the step. Every
+            tool of one step sees the same snapshot.
+        agent_id: The id of the agent running the tool.
+        parent_id: The id of its parent agent, or None at the root.
+        run_id: The id of the current run.
+        tool_call_id: The id of the call being executed.
+        tool_name: The name of the tool being executed.
+        retry: How many times this tool's arguments failed validation before in this run.
+        usage: The agent's usage when the step started.
+        timeout: The tool's timeout in seconds, or None when unset.
+        cancellation: Set when the run is cancelled or the tool times out.
+        answer: The host's `Answer` when this call resumes a suspension, else None.
+    """
+
+    tool_context: ToolContextT = field(default_factory=lambda: _EMPTY)  # type: ignore[assignment]
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    agent_id: str = ""
+    parent_id: str | None = None
+    run_id: str = ""
+    tool_call_id: str = ""
+    tool_name: str = ""
+    retry: int = 0
+    usage: Usage = field(default_factory=Usage)
+    timeout: float | None = None
+    cancellation: CancellationToken = field(default_factory=CancellationToken)
+    answer: Answer | None = None
+    _delegator: Delegator | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run (or this call) was cancelled or timed out."""
+        return self.cancellation.cancelled
+
+    def raise_if_cancelled(self) -> None:
+        """Raise `actors.exceptions.Cancelled` if the run or this call was cancelled."""
+        self.cancellation.raise_if_cancelled()
+
+    def delegate(self, agent: Any, task: str, /, **kwargs: Any) -> Any:
+        """Run ``agent`` as a child of this tool's agent on ``task`` and return its output.
+
+        The child gets the same forwarding (``tool_context`` unchanged, a copy of ``metadata``),
+        limits and bookkeeping as a subagent the model calls. Blocks the tool (not the agent).
+
+        Raises:
+            RuntimeError: The tool is not running inside an agent runtime.
+        """
+        if self._delegator is None:
+            raise RuntimeError(
+                "delegate() needs a running agent: this RunContext was built outside a runtime"
+            )
+        return self._delegator(agent, task, **kwargs)

@@ -1,0 +1,163 @@
+"""The serialized form of an `AgentContext` (version 2), and readers for versions 1 and 2."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pydantic import ValidationError
+
+from actors._events import Clock, Event, is_known_type
+from actors._messages import message_adapter
+from actors._update import ContextUpdate
+from actors._usage import Usage
+from actors.exceptions import InvalidUpdateError, SerializationError
+
+if TYPE_CHECKING:
+    from actors._agent_context import AgentContext
+
+__all__ = ["FORMAT_VERSION", "deserialize_context", "serialize_context"]
+
+FORMAT_VERSION = 2
+
+_log = structlog.get_logger("actors.serialization")
+
+
+def serialize_context(ctx: AgentContext) -> dict[str, Any]:
+    """Return the version-2 form of ``ctx``: plain JSON, no ``tool_context``, no runtime state."""
+    return {
+        "version": FORMAT_VERSION,
+        "agent_id": ctx.agent_id,
+        "name": ctx.name,
+        "parent_id": ctx.parent_id,
+        "system_prompt": ctx.system_prompt,
+        "max_iterations": ctx.max_iterations,
+        "iteration": ctx.iteration,
+        "needs_response": ctx.needs_response,
+        "run_id": ctx.run_id,
+        "events": [event.model_dump(mode="json") for event in ctx.events],
+        # Redundant with the events; kept for readers of version 1.
+        "messages": [message.model_dump(mode="json") for message in ctx.messages],
+        "metadata": ctx.metadata,
+        "usage": ctx.usage.model_dump(),
+        "suspended": list(ctx.suspended.values()),
+    }
+
+
+def deserialize_context(blob: Mapping[str, Any], *, clock: Clock) -> AgentContext:
+    """Rebuild a context from a version 1 or 2 blob; see `AgentContext.deserialize`."""
+    if not isinstance(blob, Mapping):
+        raise SerializationError(
+            f"a serialized context is a mapping, got {type(blob).__name__}; "
+            "pass the dict that AgentContext.serialize() returned"
+        )
+    version = blob.get("version")
+    if version == 2:
+        return _read_v2(blob, clock)
+    if version == 1:
+        return _read_v1(blob, clock)
+    raise SerializationError(
+        f"unknown serialization version {version!r}: this library reads versions 1 and 2; "
+        "a newer library wrote this blob, or it is not a serialized context"
+    )
+
+
+def _field(blob: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value = blob.get(name, default)
+    if value is not default and not isinstance(value, kind):
+        raise SerializationError(
+            f"field {name!r} of the serialized context has the wrong type ({type(value).__name__})"
+        )
+    return value
+
+
+def _common(blob: Mapping[str, Any]) -> dict[str, Any]:
+    agent_id = _field(blob, "agent_id", str, "agent") or "agent"
+    max_iterations = _field(blob, "max_iterations", int, 50)
+    if max_iterations < 1:
+        raise SerializationError(f"field 'max_iterations' must be positive, got {max_iterations}")
+    return {
+        "agent_id": agent_id,
+        "name": _field(blob, "name", (str, type(None)), None),
+        "parent_id": _field(blob, "parent_id", (str, type(None)), None),
+        "max_iterations": max_iterations,
+        "system_prompt": _field(blob, "system_prompt", (str, type(None)), None),
+    }
+
+
+def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
+    from actors._agent_context import AgentContext
+
+    common = _common(blob)
+    raw_events = blob.get("events")
+    if not isinstance(raw_events, list):
+        raise SerializationError("a version 2 context needs an 'events' list")
+    events: list[Event] = []
+    expected = 0
+    for index, raw in enumerate(raw_events):
+        try:
+            event = Event.model_validate(raw)
+        except ValidationError as exc:
+            raise SerializationError(f"event {index} is malformed: {_first_error(exc)}") from None
+        if not is_known_type(event.type):
+            _log.warning("unknown event type dropped", event_type=event.type, seq=event.seq)
+            continue
+        if event.seq != expected:
+            _log.warning("gap in event seq", expected=expected, found=event.seq)
+        expected = event.seq + 1
+        _check_payload(event, index)
+        # Rebuilt logs are renumbered densely: seq is the index in this log.
+        events.append(event.model_copy(update={"seq": len(events)}))
+    return AgentContext.from_events(events, clock=clock, **common)
+
+
+def _check_payload(event: Event, index: int) -> None:
+    try:
+        if event.is_surface:
+            data = {key: value for key, value in event.data.items() if key != "source"}
+            message_adapter.validate_python(data)
+        elif event.type == "replace":
+            message_adapter.validate_python(event.data["message"])
+            int(event.data["first"]), int(event.data["last"])
+        elif event.type == "context_update":
+            ContextUpdate.from_json(event.data["ops"])
+        elif event.type == "usage":
+            Usage(**event.data)
+        elif event.type == "suspended":
+            str(event.data["request"]["id"]), str(event.data["tool_call"]["id"])
+    except (ValidationError, KeyError, TypeError, ValueError, InvalidUpdateError) as exc:
+        detail = _first_error(exc) if isinstance(exc, ValidationError) else repr(exc)
+        raise SerializationError(
+            f"event {index} ({event.type}) has a malformed payload: {detail}"
+        ) from None
+
+
+def _read_v1(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
+    from actors._agent_context import AgentContext
+
+    common = _common(blob)
+    raw_messages = blob.get("messages")
+    if not isinstance(raw_messages, list):
+        raise SerializationError("a version 1 context needs a 'messages' list")
+    try:
+        messages = [message_adapter.validate_python(raw) for raw in raw_messages]
+    except ValidationError as exc:
+        raise SerializationError(f"a message is malformed: {_first_error(exc)}") from None
+    metadata = _field(blob, "metadata", Mapping, {}) or {}
+    try:
+        usage = Usage(**(_field(blob, "usage", Mapping, {}) or {}))
+    except ValidationError as exc:
+        raise SerializationError(f"field 'usage' is malformed: {_first_error(exc)}") from None
+    # Version 1 kept no timestamps: every seeded event is stamped with the restore time.
+    ctx = AgentContext(metadata=metadata, clock=clock, **common)
+    ctx.add_messages(messages, source=None)
+    if usage != Usage():
+        ctx.add_usage(usage.model_copy(update={"tool_calls": usage.tool_calls}))
+    return ctx
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err.get("loc", ())) or "value"
+    return f"{where}: {err.get('msg', 'invalid')}"

@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import structlog
+
+from actors._events import SURFACE_TYPES, is_custom_type
+from actors._json import JsonError, json_copy
+from actors.exceptions import InvalidUpdateError
+
+__all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
+
+_log = structlog.get_logger("actors.update")
+
+
+@dataclass(frozen=True, slots=True)
+class _Set:
+    key: str
+    value: Any
+    op: Literal["set"] = "set"
+
+
+@dataclass(frozen=True, slots=True)
+class _Merge:
+    key: str
+    value: dict[str, Any]
+    op: Literal["merge"] = "merge"
+
+
+@dataclass(frozen=True, slots=True)
+class _Append:
+    key: str
+    value: Any
+    op: Literal["append"] = "append"
+
+
+@dataclass(frozen=True, slots=True)
+class _Delete:
+    key: str
+    op: Literal["delete"] = "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """An event that a `ContextUpdate` asks its agent to append to the log."""
+
+    type: str
+    data: dict[str, Any]
+    op: Literal["log_event"] = "log_event"
+
+
+Operation: TypeAlias = _Set | _Merge | _Append | _Delete | LoggedEvent
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key:
+        raise InvalidUpdateError(
+            f"metadata keys must be non-empty strings, got {key!r}; use a str key such as 'notes'"
+        )
+    return key
+
+
+def _json(key: str, value: object) -> Any:
+    try:
+        return json_copy(value, f"value for key {key!r}")
+    except JsonError as exc:
+        raise InvalidUpdateError(
+            f"{exc}; metadata holds plain JSON (dict, list, str, int, float, bool, None), "
+            "so convert the value first (e.g. model.model_dump(mode='json'))"
+        ) from None
+
+
+class ContextUpdate:
+    """An immutable list of changes that a tool asks its agent to make to its own context.
+
+    Each builder method returns a new update, so calls chain; the operations apply in the order
+    they were added. A tool returns the update (``return result, update``) and the agent that owns
+    the context applies it, after the tool finished, through `fold` — the one place that defines
+    what the operations mean:
+
+    - ``set(key, value)`` replaces the value at ``key``;
+    - ``merge(key, mapping)`` deep-merges ``mapping`` into the mapping at ``key``, at any depth; a
+      missing key is created, and a value that is not a mapping is replaced;
+    - ``append(key, item)`` appends to the list at ``key``; a missing key or None becomes
+      ``[item]``; appending to anything else is an `InvalidUpdateError`;
+    - ``delete(key)`` removes ``key``; deleting a missing key does nothing;
+    - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log.
+
+    Keys are strings and values must be plain JSON; both are checked (and values copied) when the
+    update is built, so a bad update fails in the tool, naming the key.
+
+    Example:
+        >>> update = ContextUpdate().append("notes", "a").merge("prefs", {"ui": {"dark": True}})
+        >>> update.fold({"notes": ["z"], "prefs": {"ui": {"size": 2}}})
+        {'notes': ['z', 'a'], 'prefs': {'ui': {'size': 2, 'dark': True}}}
+    """
+
+    __slots__ = ("_ops",)
+
+    def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
+        self._ops: tuple[Operation, ...] = operations
+
+    # -- building ---------------------------------------------------------------------------
+
+    def set(self, key: str, value: Any) -> ContextUpdate:
+        """Return a new update that also sets ``key`` to ``value``."""
+        key = _check_key(key)
+        return ContextUpdate((*self._ops, _Set(key, _json(key, value))))
+
+    def merge(self, key: str, value: Mapping[str, Any]) -> ContextUpdate:
+        """Return a new update that also deep-merges the mapping ``value`` into ``key``."""
+        key = _check_key(key)
+        if not isinstance(value, Mapping):
+            raise InvalidUpdateError(
+                f"merge into {key!r} needs a mapping, got {type(value).__name__}; "
+                "use set() to replace a value"
+            )
+        return ContextUpdate((*self._ops, _Merge(key, _json(key, value))))
+
+    def append(self, key: str, item: Any) -> ContextUpdate:
+        """Return a new update that also appends ``item`` to the list at ``key``."""
+        key = _check_key(key)
+        return ContextUpdate((*self._ops, _Append(key, _json(key, item))))
+
+    def delete(self, key: str) -> ContextUpdate:
+        """Return a new update that also removes ``key`` (a missing key is no error)."""
+        return ContextUpdate((*self._ops, _Delete(_check_key(key))))
+
+    def log_event(self, type: str, data: Mapping[str, Any] | None = None) -> ContextUpdate:
+        """Return a new update that also appends an event of ``type`` to the agent's log.
+
+        Args:
+            type: A namespaced event type such as ``"app.note"``; names without a dot belong to
+                the framework.
+            data: The event's payload, plain JSON.
+        """
+        if not isinstance(type, str) or type in SURFACE_TYPES or not is_custom_type(type):
+            raise InvalidUpdateError(
+                f"event type {type!r} cannot be logged by a tool: use a namespaced type such as "
+                "'app.note' (messages are added by the agent, not by log_event)"
+            )
+        payload = _json(type, dict(data or {}))
+        return ContextUpdate((*self._ops, LoggedEvent(type, payload)))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        """The operations, in the order they apply."""
+        return self._ops
+
+    @property
+    def events(self) -> tuple[LoggedEvent, ...]:
+        """The ``log_event`` operations, in order."""
+        return tuple(op for op in self._ops if isinstance(op, LoggedEvent))
+
+    @property
+    def touches_metadata(self) -> bool:
+        """Whether any operation changes metadata."""
+        return any(not isinstance(op, LoggedEvent) for op in self._ops)
+
+    def __bool__(self) -> bool:
+        return bool(self._ops)
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(self._ops)
+
+    def __add__(self, other: object) -> ContextUpdate:
+        if not isinstance(other, ContextUpdate):
+            return NotImplemented
+        return ContextUpdate(self._ops + other._ops)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ContextUpdate) and self._ops == other._ops
+
+    def __hash__(self) -> int:
+        return hash(repr(self._ops))
+
+    def __repr__(self) -> str:
+        return f"ContextUpdate({list(self.to_json())!r})"
+
+    # -- the reducer ------------------------------------------------------------------------
+
+    def fold(
+        self, metadata: Mapping[str, Any], *, warn_dropped_events: bool = True
+    ) -> dict[str, Any]:
+        """Apply the metadata operations to ``metadata`` and return the new mapping.
+
+        ``metadata`` itself is never changed: when an operation fails, the caller still holds the
+        state as it was. Unchanged values are shared with the input, so never change the result
+        in place; build another update instead.
+
+        Args:
+            metadata: The mapping to start from.
+            warn_dropped_events: Log a warning naming the ``log_event`` types, which a bare
+                mapping has no log to receive. The agent applies events itself and turns it off.
+
+        Raises:
+            InvalidUpdateError: ``append`` met a value that is not a list (or None).
+        """
+        state = dict(metadata)
+        for op in self._ops:
+            if isinstance(op, _Set):
+                state[op.key] = op.value
+            elif isinstance(op, _Merge):
+                state[op.key] = _deep_merge(state.get(op.key), op.value)
+            elif isinstance(op, _Append):
+                current = state.get(op.key)
+                if current is None:
+                    state[op.key] = [op.value]
+                elif isinstance(current, list):
+                    state[op.key] = [*current, op.value]
+                else:
+                    raise InvalidUpdateError(
+                        f"cannot append to {op.key!r}: it holds a {type(current).__name__}, not a "
+                        "list; set() it to a list first, or append to another key"
+                    )
+            elif isinstance(op, _Delete):
+                state.pop(op.key, None)
+        if warn_dropped_events and (dropped := self.events):
+            _log.warning(
+                "context update events dropped: no log to append them to",
+                dropped_event_types=[event.type for event in dropped],
+            )
+        return state
+
+    # -- wire form --------------------------------------------------------------------------
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The operations as plain JSON (how they are recorded in the log)."""
+        out: list[dict[str, Any]] = []
+        for op in self._ops:
+            if isinstance(op, LoggedEvent):
+                out.append({"op": "log_event", "type": op.type, "data": op.data})
+            elif isinstance(op, _Delete):
+                out.append({"op": "delete", "key": op.key})
+            else:
+                out.append({"op": op.op, "key": op.key, "value": op.value})
+        return out
+
+    @classmethod
+    def from_json(cls, operations: object) -> ContextUpdate:
+        """Rebuild an update from `to_json` output, validating it the same way."""
+        if not isinstance(operations, list):
+            raise InvalidUpdateError(f"operations must be a list, got {type(operations).__name__}")
+        update = cls()
+        for raw in operations:
+            if not isinstance(raw, Mapping):
+                raise InvalidUpdateError(f"an operation must be a mapping, got {raw!r}")
+            op = raw.get("op")
+            if op == "set":
+                update = update.set(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
+            elif op == "merge":
+                update = update.merge(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
+            elif op == "append":
+                update = update.append(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
+            elif op == "delete":
+                update = update.delete(raw.get("key"))  # type: ignore[arg-type]
+            elif op == "log_event":
+                update = update.log_event(raw.get("type"), raw.get("data"))  # type: ignore[arg-type]
+            else:
+                raise InvalidUpdateError(
+                    f"unknown operation {op!r}; expected set, merge, append, delete or log_event"
+                )
+        return update
+
+
+def _deep_merge(current: Any, incoming: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(current, Mapping):
+        return incoming
+    merged = dict(current)
+    for key, value in incoming.items():
+        existing = merged.get(key)
+        if isinstance(value, dict) and isinstance(existing, Mapping):
+            merged[key] = _deep_merge(existing, value)
+        else:
+            merged[key] = value
+    return merged

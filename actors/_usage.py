@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, NonNegativeInt
+
+
+class Usage(BaseModel):
+    """What a run consumed: model requests, tokens and tool calls.
+
+    Usages add up with ``+``, so a run's usage is the sum of its steps' and a tree's is the sum
+    of its agents'.
+
+    Example:
+        >>> Usage(requests=1, input_tokens=10) + Usage(requests=1, output_tokens=3)
+        Usage(requests=2, input_tokens=10, output_tokens=3, tool_calls=0)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requests: NonNegativeInt = 0
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+    tool_calls: NonNegativeInt = 0
+
+    def __add__(self, other: object) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage.model_construct(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            tool_calls=self.tool_calls + other.tool_calls,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __repr__(self) -> str:
+        return (
+            f"Usage(requests={self.requests}, input_tokens={self.input_tokens}, "
+            f"output_tokens={self.output_tokens}, tool_calls={self.tool_calls})"
+        )

@@ -1,0 +1,226 @@
+"""Every error the library raises, in one tree.
+
+Caller mistakes (a bad argument, a malformed blob) are distinct from failures that happen while a
+run is under way (a model that misbehaved, a limit that was hit)::
+
+    ActorsError
+    ├── UserError                       a caller mistake; nothing was changed
+    │   ├── InvalidUpdateError          a ContextUpdate that cannot be built or applied
+    │   ├── SerializationError          a serialized context that cannot be read
+    │   ├── ToolDefinitionError         a function that cannot become a tool
+    │   ├── AgentDefinitionError        an Agent spec that does not hold together
+    │   └── UnknownRequestError         an answer for a request that is not open
+    ├── RunError                        a run ended without an answer; carries the partial work
+    │   ├── LimitExceededError          a limit of the agent was hit
+    │   │   ├── MaxIterationsExceeded
+    │   │   └── UsageLimitExceeded
+    │   ├── ToolRetriesExceeded         a tool kept failing validation past its retry budget
+    │   ├── OutputValidationError       the final answer never matched the output type
+    │   ├── RunTimeoutError             the run outlived its timeout and was cancelled
+    │   ├── RunCancelledError           the run was cancelled
+    │   └── RunFailedError              the model or the runtime failed during the run
+    ├── ModelError                      a model could not give a reply
+    │   ├── ModelHTTPError              the provider answered with an error status
+    │   │   └── ModelAuthenticationError
+    │   ├── ModelTimeoutError
+    │   ├── UnexpectedModelResponse     the reply could not be understood
+    │   └── ModelRequestsDisabled       real model requests are switched off (test suites)
+    ├── StoreError                      a session store could not do what was asked
+    │   ├── SessionNotFoundError
+    │   ├── SchemaVersionError
+    │   └── CorruptStoreError
+    ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
+    └── AgentStoppedError               the agent's actor is no longer running
+
+`RunError` and its subclasses carry what the run had done when it stopped (``messages``,
+``usage``), so a limit or a timeout never throws away the partial transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors._messages import Message
+    from actors._usage import Usage
+
+__all__ = [
+    "ActorsError",
+    "AgentDefinitionError",
+    "AgentStoppedError",
+    "Cancelled",
+    "CorruptStoreError",
+    "InvalidUpdateError",
+    "LimitExceededError",
+    "MaxIterationsExceeded",
+    "ModelAuthenticationError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRequestsDisabled",
+    "ModelTimeoutError",
+    "OutputValidationError",
+    "RunCancelledError",
+    "RunError",
+    "RunFailedError",
+    "RunTimeoutError",
+    "SchemaVersionError",
+    "SerializationError",
+    "SessionNotFoundError",
+    "StoreError",
+    "ToolDefinitionError",
+    "ToolRetriesExceeded",
+    "UnexpectedModelResponse",
+    "UnknownRequestError",
+    "UsageLimitExceeded",
+    "UserError",
+]
+
+
+class ActorsError(Exception):
+    """Base class of every error raised by the library."""
+
+
+class UserError(ActorsError, ValueError):
+    """A caller mistake: an argument or input that cannot be used. Nothing was changed."""
+
+
+class InvalidUpdateError(UserError):
+    """A `ContextUpdate` that cannot be built or applied (bad key, non-JSON value, ...)."""
+
+
+class SerializationError(UserError):
+    """A serialized context that cannot be read (unknown version, missing field, bad type)."""
+
+
+class ToolDefinitionError(UserError):
+    """A function that cannot become a tool (bad signature, unsupported annotation)."""
+
+
+class AgentDefinitionError(UserError):
+    """An `Agent` spec that does not hold together (duplicate tool names, bad limits)."""
+
+
+class UnknownRequestError(UserError):
+    """An answer was given for a request id that is not open (unknown or already answered)."""
+
+
+class RunError(ActorsError):
+    """A run ended without an answer.
+
+    Attributes:
+        messages: The transcript as it stood when the run stopped.
+        usage: The usage of the run up to that point.
+        agent_id: The agent whose run stopped.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        messages: Sequence[Message] = (),
+        usage: Usage | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.messages: tuple[Message, ...] = tuple(messages)
+        self.usage = usage
+        self.agent_id = agent_id
+
+
+class LimitExceededError(RunError):
+    """A limit of the agent was hit; the agent stays usable for another run."""
+
+
+class MaxIterationsExceeded(LimitExceededError):
+    """The run made more model requests in one turn than the agent's `max_iterations`."""
+
+
+class UsageLimitExceeded(LimitExceededError):
+    """The run went past one of the agent's usage limits (requests, tool calls, tokens)."""
+
+
+class ToolRetriesExceeded(RunError):
+    """A tool was called with bad arguments (or an unknown tool was named) too many times."""
+
+
+class OutputValidationError(RunError):
+    """The model's final answer never validated against the agent's output type."""
+
+
+class RunTimeoutError(RunError):
+    """The run outlived its timeout; the tree was cancelled."""
+
+
+class RunCancelledError(RunError):
+    """The run was cancelled before it finished."""
+
+
+class RunFailedError(RunError):
+    """The model or the runtime failed during the run; ``__cause__`` holds the failure."""
+
+
+class ModelError(ActorsError):
+    """A model could not give a reply."""
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an error status.
+
+    Attributes:
+        status_code: The HTTP status.
+        body: A short excerpt of the response body (never the request, never a key).
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+class ModelAuthenticationError(ModelHTTPError):
+    """The provider refused the credentials (401 or 403). Check the API key."""
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer in time, after every retry."""
+
+
+class UnexpectedModelResponse(ModelError):
+    """The provider's reply could not be understood (malformed JSON, missing fields)."""
+
+
+class ModelRequestsDisabled(ModelError):
+    """A network-backed model was asked to run while real model requests are switched off."""
+
+
+class StoreError(ActorsError):
+    """A session store could not do what was asked."""
+
+
+class SessionNotFoundError(StoreError, KeyError):
+    """No session with that id exists in the store."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class SchemaVersionError(StoreError):
+    """The store file was written by a newer version of the library."""
+
+
+class CorruptStoreError(StoreError):
+    """The store file is not a readable database of this library."""
+
+
+class Cancelled(ActorsError):
+    """Raised inside a tool by `RunContext.raise_if_cancelled()` once its run is cancelled."""
+
+    def __init__(self, reason: str = "cancelled", *args: Any) -> None:
+        super().__init__(reason, *args)
+        self.reason = reason
+
+
+class AgentStoppedError(ActorsError):
+    """The agent's actor is no longer running; start a new one (or restore the session)."""
