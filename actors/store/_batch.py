@@ -1,0 +1,180 @@
+"""What every store does the same way: encode events, apply the seq rules, build loaded blobs.
+
+A store keeps each event as four columns: ``seq``, ``type``, ``data`` (JSON text) and
+``created_at`` (the JSON form pydantic gives the datetime), so a loaded event is exactly
+``event.model_dump(mode="json")``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from actors._events import Event
+from actors._serialization import FORMAT_VERSION
+from actors.exceptions import StoreError, UserError
+from actors.store._records import AgentRecord
+
+__all__ = [
+    "EncodedEvent",
+    "check_id",
+    "check_record",
+    "context_blob",
+    "decode_event",
+    "encode_data",
+    "encode_events",
+    "new_events",
+]
+
+_datetime = TypeAdapter(datetime)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedEvent:
+    """An event as a store writes it: its JSON payload and timestamp already encoded."""
+
+    seq: int
+    type: str
+    data: str
+    created_at: str
+
+
+def check_id(label: str, value: object) -> str:
+    """Return ``value`` when it is a non-empty string; raise `UserError` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{label} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_record(record: object) -> AgentRecord:
+    """Return ``record`` when it is an `AgentRecord`; raise `UserError` otherwise."""
+    if not isinstance(record, AgentRecord):
+        raise UserError(f"put_agent takes an AgentRecord, got {type(record).__name__}")
+    return record
+
+
+def encode_data(label: str, value: Mapping[str, Any] | None) -> str:
+    """Encode a small JSON object (a session's ``data``) as text.
+
+    Raises:
+        UserError: ``value`` is not a mapping of plain JSON.
+    """
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise UserError(f"{label} must be a mapping of plain JSON, got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value), allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{label} is not plain JSON: {exc}") from None
+
+
+def encode_events(session_id: str, agent_id: str, events: Iterable[Event]) -> list[EncodedEvent]:
+    """Encode a batch, checking that each item is an `Event` with a plain-JSON payload.
+
+    Raises:
+        UserError: An item is not an `Event`, or its data is not plain JSON.
+    """
+    encoded: list[EncodedEvent] = []
+    for index, event in enumerate(events):
+        if not isinstance(event, Event):
+            raise UserError(
+                f"append_events takes Event objects; item {index} of the batch for agent "
+                f"{agent_id!r} of session {session_id!r} is a {type(event).__name__}"
+            )
+        try:
+            data = json.dumps(event.data, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise UserError(
+                f"event seq {event.seq} ({event.type}) of agent {agent_id!r} in session "
+                f"{session_id!r} has a payload that is not plain JSON: {exc}"
+            ) from None
+        created_at = _datetime.dump_python(event.created_at, mode="json")
+        encoded.append(EncodedEvent(event.seq, event.type, data, created_at))
+    return encoded
+
+
+def new_events(
+    session_id: str,
+    agent_id: str,
+    batch: Sequence[EncodedEvent],
+    last_seq: int,
+    stored: Callable[[int, int], Mapping[int, tuple[str, str]]],
+) -> Sequence[EncodedEvent]:
+    """Check ``batch`` against the agent's stored log and return the events still to write.
+
+    The batch must be contiguous and start at or before ``last_seq + 1``. Events at a seq that
+    is already stored must match the stored ``type`` and ``data`` (an idempotent re-append after
+    a crash) and are dropped from the result.
+
+    Args:
+        session_id: The session, for error messages.
+        agent_id: The agent, for error messages.
+        batch: The encoded batch, in order.
+        last_seq: The agent's highest stored seq, -1 when it has none.
+        stored: ``stored(first, last)`` returns ``{seq: (type, data)}`` of the stored events
+            with ``first <= seq <= last``.
+
+    Raises:
+        StoreError: A gap (inside the batch or after the stored log), or an event that differs
+            from the one stored at its seq. The caller writes nothing of the batch.
+    """
+    if not batch:
+        return batch
+    where = f"agent {agent_id!r} of session {session_id!r}"
+    first = batch[0].seq
+    for offset, event in enumerate(batch):
+        if event.seq != first + offset:
+            raise StoreError(
+                f"the batch for {where} is not contiguous: seq {event.seq} follows "
+                f"seq {first + offset - 1}; append events in log order without gaps"
+            )
+    if first < 0:
+        raise StoreError(f"the batch for {where} starts at a negative seq ({first})")
+    if first > last_seq + 1:
+        raise StoreError(
+            f"the batch for {where} starts at seq {first} but the stored log ends at seq "
+            f"{last_seq}: events {last_seq + 1}..{first - 1} are missing; append them first "
+            f"(store.last_seq() tells where the stored log ends)"
+        )
+    overlap = min(len(batch), last_seq + 1 - first)
+    if overlap > 0:
+        existing = stored(first, first + overlap - 1)
+        for event in batch[:overlap]:
+            kept = existing.get(event.seq)
+            if kept is None or not _same(kept, event):
+                was = f"a {kept[0]} event" if kept else "an event"
+                raise StoreError(
+                    f"seq {event.seq} of {where} already holds {was} that differs from the new "
+                    f"{event.type} event; nothing of the batch was written. Reload the session "
+                    "(store.load) instead of appending from a stale context"
+                )
+    return batch[overlap:]
+
+
+def _same(kept: tuple[str, str], event: EncodedEvent) -> bool:
+    kept_type, kept_data = kept
+    if kept_type != event.type:
+        return False
+    return kept_data == event.data or json.loads(kept_data) == json.loads(event.data)
+
+
+def decode_event(seq: int, event_type: str, data: str, created_at: str) -> dict[str, Any]:
+    """An event's stored columns as ``event.model_dump(mode="json")`` gives it."""
+    return {"seq": seq, "type": event_type, "data": json.loads(data), "created_at": created_at}
+
+
+def context_blob(record: AgentRecord, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A version-2 serialized context of ``record``'s agent holding ``events``."""
+    return {
+        "version": FORMAT_VERSION,
+        "agent_id": record.agent_id,
+        "name": record.name,
+        "parent_id": record.parent_id,
+        "events": events,
+    }

@@ -1,0 +1,194 @@
+"""`MemoryStore`: the `SessionStore` semantics in a process's memory, for tests and simulations."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from actors._events import Clock, Event, system_clock
+from actors.exceptions import SessionNotFoundError, StoreError
+from actors.store._batch import (
+    EncodedEvent,
+    check_id,
+    check_record,
+    context_blob,
+    decode_event,
+    encode_data,
+    encode_events,
+    new_events,
+)
+from actors.store._protocol import SessionStore
+from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Session:
+    root_agent_id: str
+    data: str
+    created_at: datetime
+    updated_at: datetime
+    # Insertion-ordered: ties of `position` load in the order agents were first put.
+    agents: dict[str, AgentRecord] = field(default_factory=dict)
+    logs: dict[str, list[EncodedEvent]] = field(default_factory=dict)
+    event_count: int = 0
+
+
+class MemoryStore(SessionStore):
+    """A `SessionStore` that keeps everything in memory, with the same rules as `SQLiteStore`.
+
+    Events are kept encoded (JSON text), exactly as a durable store keeps them: a payload that
+    is not plain JSON is refused the same way, and nothing a caller changes after a call leaks
+    into the store. Nothing survives the process. Safe to use from many threads.
+
+    Example:
+        >>> from actors.store import AgentRecord, MemoryStore
+        >>> with MemoryStore() as store:
+        ...     store.create_session("s1", root_agent_id="root")
+        ...     store.put_agent("s1", AgentRecord("root", None, "assistant", "idle"))
+        ...     store.last_seq("s1", "root")
+        -1
+
+    Args:
+        clock: Where the sessions' ``created_at`` and ``updated_at`` come from.
+    """
+
+    def __init__(self, *, clock: Clock = system_clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _Session] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._sessions)} sessions"
+        return f"<MemoryStore {state}>"
+
+    def _session(self, session_id: str) -> _Session:
+        if self._closed:
+            raise StoreError("this MemoryStore is closed; create a new one")
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(
+                f"no session {session_id!r} in this MemoryStore; "
+                "store.list_sessions() lists the sessions it holds"
+            )
+        return session
+
+    def create_session(
+        self, session_id: str, *, root_agent_id: str, data: Mapping[str, Any] | None = None
+    ) -> None:
+        """Create a session, or do nothing when it exists with the same root.
+
+        See `SessionStore.create_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root_agent_id)
+        encoded = encode_data("session data", data)
+        with self._lock:
+            if self._closed:
+                raise StoreError("this MemoryStore is closed; create a new one")
+            existing = self._sessions.get(session_id)
+            if existing is not None:
+                if existing.root_agent_id != root_agent_id:
+                    raise StoreError(
+                        f"session {session_id!r} exists with root agent "
+                        f"{existing.root_agent_id!r}, not {root_agent_id!r}; choose another "
+                        "session id or delete the old session"
+                    )
+                return
+            now = self._clock()
+            self._sessions[session_id] = _Session(root_agent_id, encoded, now, now)
+
+    def put_agent(self, session_id: str, record: AgentRecord) -> None:
+        """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_record(record)
+        with self._lock:
+            session = self._session(session_id)
+            session.agents[record.agent_id] = record
+            session.logs.setdefault(record.agent_id, [])
+            session.updated_at = self._clock()
+
+    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+        """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        batch = encode_events(session_id, agent_id, events)
+        with self._lock:
+            session = self._session(session_id)
+            log = session.logs.get(agent_id)
+            if log is None:
+                raise StoreError(
+                    f"agent {agent_id!r} is not part of session {session_id!r}; "
+                    "put_agent() it before appending its events"
+                )
+
+            def stored(first: int, last: int) -> dict[int, tuple[str, str]]:
+                return {e.seq: (e.type, e.data) for e in log[first : last + 1]}
+
+            fresh = new_events(session_id, agent_id, batch, len(log) - 1, stored)
+            if fresh:
+                log.extend(fresh)
+                session.event_count += len(fresh)
+                session.updated_at = self._clock()
+
+    def load(self, session_id: str) -> StoredSession:
+        """The whole session, agents in spawn order. See `SessionStore.load`."""
+        with self._lock:
+            session = self._session(session_id)
+            records = sorted(session.agents.values(), key=lambda record: record.position)
+            logs = {record.agent_id: tuple(session.logs[record.agent_id]) for record in records}
+            head = (session.root_agent_id, session.data, session.created_at, session.updated_at)
+        # Decoding happens outside the lock: the logs are append-only and copied above.
+        agents = tuple(
+            StoredAgent(
+                record,
+                context_blob(
+                    record,
+                    [
+                        decode_event(e.seq, e.type, e.data, e.created_at)
+                        for e in logs[record.agent_id]
+                    ],
+                ),
+            )
+            for record in records
+        )
+        root, data, created_at, updated_at = head
+        return StoredSession(session_id, root, json.loads(data), created_at, updated_at, agents)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, the most recently created first. See `SessionStore.list_sessions`."""
+        with self._lock:
+            if self._closed:
+                raise StoreError("this MemoryStore is closed; create a new one")
+            return [
+                SessionInfo(
+                    session_id=session_id,
+                    root_agent_id=session.root_agent_id,
+                    data=json.loads(session.data),
+                    created_at=session.created_at,
+                    updated_at=session.updated_at,
+                    agent_count=len(session.agents),
+                    event_count=session.event_count,
+                )
+                for session_id, session in reversed(self._sessions.items())
+            ]
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session with its agents and events. See `SessionStore.delete`."""
+        with self._lock:
+            self._session(session_id)
+            del self._sessions[session_id]
+
+    def last_seq(self, session_id: str, agent_id: str) -> int:
+        """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        with self._lock:
+            return len(self._session(session_id).logs.get(agent_id, ())) - 1
+
+    def close(self) -> None:
+        """Drop everything the store holds. Idempotent."""
+        with self._lock:
+            self._closed = True
+            self._sessions.clear()

@@ -1,0 +1,115 @@
+"""`SessionStore`: the contract between the runtime and wherever event logs persist."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from actors._events import Event
+from actors.store._records import AgentRecord, SessionInfo, StoredSession
+
+__all__ = ["SessionStore"]
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where the event logs of an agent tree persist, session by session.
+
+    A session is one agent tree: its root, every agent spawned under it (`AgentRecord`), and
+    each agent's append-only event log. The runtime writes the events of one step in one
+    `append_events` call, and a call returns only once its events are committed, so nothing
+    reported to the host is missing after a crash.
+
+    Every method is safe to call from many threads at once. Every error is a `StoreError`
+    (or a `UserError` for an argument that cannot be used) naming the session, agent or file.
+
+    `SQLiteStore` and `MemoryStore` implement it; `actors.store.conformance.StoreConformance`
+    is the test suite any implementation can run. A class that subclasses `SessionStore`
+    explicitly inherits the context-manager methods, which call `close`.
+    """
+
+    def create_session(
+        self, session_id: str, *, root_agent_id: str, data: Mapping[str, Any] | None = None
+    ) -> None:
+        """Create a session, or do nothing when it exists with the same root.
+
+        Args:
+            session_id: The new session's id.
+            root_agent_id: The id of the tree's root agent.
+            data: A small JSON object kept with the session (such as the root spec's name).
+                Ignored when the session exists already.
+
+        Raises:
+            StoreError: The session exists with a different root agent.
+            UserError: An empty id, or ``data`` that is not plain JSON.
+        """
+        ...
+
+    def put_agent(self, session_id: str, record: AgentRecord) -> None:
+        """Insert an agent of the session, or update its parent, name, status and position.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+        """
+        ...
+
+    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+        """Append a batch of events to an agent's log, in one transaction.
+
+        The batch is durable (as the store's durability mode defines) when the call returns.
+        Seqs must continue the stored log without gaps. An event whose seq is already stored
+        with the same ``type`` and ``data`` is skipped, so re-appending after a crash is
+        harmless.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            StoreError: The agent was never put (`put_agent` it first); a gap in the seqs; or an
+                event that differs from the one stored at its seq. Nothing of the batch is
+                written.
+            UserError: An item that is not an `Event`, or a payload that is not plain JSON.
+        """
+        ...
+
+    def load(self, session_id: str) -> StoredSession:
+        """The whole session: its agents in spawn order, each with a serialized context.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+        """
+        ...
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """A summary of every session, the most recently created first."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session with its agents and events.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+        """
+        ...
+
+    def last_seq(self, session_id: str, agent_id: str) -> int:
+        """The highest stored seq of the agent's log, or -1 when it holds no event.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources. Idempotent; any other call afterwards fails."""
+        ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,385 @@
+"""`SQLiteStore`: the default `SessionStore`, one SQLite file in WAL mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+
+from actors._events import Clock, Event, system_clock
+from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store._batch import (
+    check_id,
+    check_record,
+    context_blob,
+    decode_event,
+    encode_data,
+    encode_events,
+    new_events,
+)
+from actors.store._protocol import SessionStore
+from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
+from actors.store._schema import check_file, check_identity, migrate
+
+__all__ = ["Durability", "SQLiteStore"]
+
+Durability = Literal["sync", "batch"]
+"""How hard a commit holds: ``"sync"`` survives power loss, ``"batch"`` survives a crash."""
+
+_SYNCHRONOUS: dict[str, str] = {"sync": "FULL", "batch": "NORMAL"}
+# Primary SQLite result codes that mean the file itself is damaged.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_BUSY_TIMEOUT = 10.0
+
+
+class SQLiteStore(SessionStore):
+    """A `SessionStore` in one SQLite file (standard-library ``sqlite3``, WAL mode).
+
+    The file holds three tables: ``sessions``, ``agents`` (id, parent id, name, status, spawn
+    position) and ``events`` (keyed by session, agent and seq, with the type, the payload as
+    JSON text and the timestamp). Its schema version is the file's ``user_version``: a file of
+    an older version is migrated on open; one of a newer version is refused.
+
+    Durability modes (every `append_events` call is one transaction, committed before it
+    returns; the runtime writes the events of a step in one call):
+
+    - ``"batch"`` (default), ``synchronous=NORMAL``: a commit survives the process crashing or
+      being killed (SIGKILL), since the write-ahead log is in the operating system's hands. On
+      power loss or an OS crash the last commits may be lost (the file stays consistent). Fast:
+      no fsync per commit.
+    - ``"sync"``, ``synchronous=FULL``: each commit is fsynced before `append_events` returns,
+      so it survives power loss too. Each commit costs one fsync.
+
+    One connection, guarded by a lock, serves every thread. Other processes may open the same
+    file (SQLite's locking serialises writers; a writer waits up to 10 s for the lock).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from actors.store import AgentRecord, SQLiteStore
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> with SQLiteStore(pathlib.Path(folder.name) / "sessions.db") as store:
+        ...     store.create_session("s1", root_agent_id="root", data={"spec": "assistant"})
+        ...     store.put_agent("s1", AgentRecord("root", None, "assistant", "idle"))
+        ...     [info.session_id for info in store.list_sessions()]
+        ['s1']
+        >>> folder.cleanup()
+
+    Args:
+        path: The database file; created (with its tables) when missing or empty. Its
+            directory must exist.
+        durability: ``"batch"`` or ``"sync"``, see above.
+        clock: Where the sessions' ``created_at`` and ``updated_at`` come from.
+
+    Raises:
+        CorruptStoreError: The file is damaged, truncated, or not a store of this library.
+            Nothing is written to it.
+        SchemaVersionError: A newer version of the library wrote the file. Nothing is written.
+        StoreError: The file cannot be opened (missing directory, no permission, locked).
+        UserError: An unknown durability mode.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "batch",
+        clock: Clock = system_clock,
+    ) -> None:
+        if durability not in _SYNCHRONOUS:
+            raise UserError(f"durability must be 'sync' or 'batch', got {durability!r}")
+        self._path = Path(path)
+        self._durability: Durability = durability
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        path = self._path
+        if path.is_dir():
+            raise StoreError(f"{path} is a directory; pass the path of a database file")
+        check_file(path)
+        try:
+            conn = sqlite3.connect(
+                path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open {path}: {exc}; check that its directory exists and is writable"
+            ) from exc
+        try:
+            with self._errors("opening"):
+                check_identity(conn, path)  # reads only: a refused file is left untouched
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode != "wal":
+                    raise StoreError(
+                        f"{path} cannot use write-ahead logging (journal mode stays {mode!r}); "
+                        "put the store on a local file system"
+                    )
+                conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self._durability]}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                migrate(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    @property
+    def durability(self) -> Durability:
+        """The durability mode: ``"sync"`` or ``"batch"``."""
+        return self._durability
+
+    def __repr__(self) -> str:
+        state = " closed" if self._conn is None else ""
+        return f"<SQLiteStore {os.fspath(self._path)!r} durability={self._durability!r}{state}>"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._raise(what, exc)
+
+    def _raise(self, what: str, exc: sqlite3.Error) -> NoReturn:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+            raise CorruptStoreError(
+                f"{self._path} is damaged ({exc}) while {what}. Restore it from a backup, or "
+                "pass the path of a new file"
+            ) from exc
+        raise StoreError(f"{what} failed on {self._path}: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and one transaction; commit on success, roll back on any error."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise StoreError(
+                    f"the SQLiteStore on {self._path} is closed; open a new SQLiteStore"
+                )
+            with self._errors(what):
+                # IMMEDIATE takes the write lock up front: two writers never deadlock on an
+                # upgrade from read to write.
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.rollback()
+                    raise
+
+    def _now(self) -> str:
+        return self._clock().astimezone(UTC).isoformat()
+
+    def _missing(self, session_id: str) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            f"no session {session_id!r} in {self._path}; store.list_sessions() lists the "
+            "sessions it holds"
+        )
+
+    @staticmethod
+    def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
+        row = conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,))
+        return row.fetchone() is not None
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    def create_session(
+        self, session_id: str, *, root_agent_id: str, data: Mapping[str, Any] | None = None
+    ) -> None:
+        """Create a session, or do nothing when it exists with the same root.
+
+        See `SessionStore.create_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root_agent_id)
+        encoded = encode_data("session data", data)
+        with self._transaction("creating a session") as conn:
+            row = conn.execute(
+                "SELECT root_agent_id FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is not None:
+                if row[0] != root_agent_id:
+                    raise StoreError(
+                        f"session {session_id!r} exists in {self._path} with root agent "
+                        f"{row[0]!r}, not {root_agent_id!r}; choose another session id or "
+                        "delete the old session"
+                    )
+                return
+            now = self._now()
+            conn.execute(
+                "INSERT INTO sessions (session_id, root_agent_id, data, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, root_agent_id, encoded, now, now),
+            )
+
+    def put_agent(self, session_id: str, record: AgentRecord) -> None:
+        """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_record(record)
+        with self._transaction("putting an agent") as conn:
+            if not self._exists(conn, session_id):
+                raise self._missing(session_id)
+            conn.execute(
+                "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (session_id, agent_id) DO UPDATE SET parent_id = excluded.parent_id,"
+                " name = excluded.name, status = excluded.status, position = excluded.position",
+                (
+                    session_id,
+                    record.agent_id,
+                    record.parent_id,
+                    record.name,
+                    record.status,
+                    record.position,
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
+                (self._now(), session_id),
+            )
+
+    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+        """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        batch = encode_events(session_id, agent_id, events)  # outside the lock: pure CPU
+        with self._transaction("appending events") as conn:
+            known = conn.execute(
+                "SELECT 1 FROM agents WHERE session_id = ? AND agent_id = ?",
+                (session_id, agent_id),
+            ).fetchone()
+            if known is None:
+                if not self._exists(conn, session_id):
+                    raise self._missing(session_id)
+                raise StoreError(
+                    f"agent {agent_id!r} is not part of session {session_id!r} in {self._path}; "
+                    "put_agent() it before appending its events"
+                )
+            if not batch:
+                return
+            last = conn.execute(
+                "SELECT MAX(seq) FROM events WHERE session_id = ? AND agent_id = ?",
+                (session_id, agent_id),
+            ).fetchone()[0]
+
+            def stored(first: int, last: int) -> dict[int, tuple[str, str]]:
+                rows = conn.execute(
+                    "SELECT seq, type, data FROM events"
+                    " WHERE session_id = ? AND agent_id = ? AND seq BETWEEN ? AND ?",
+                    (session_id, agent_id, first, last),
+                )
+                return {seq: (kind, data) for seq, kind, data in rows}
+
+            fresh = new_events(session_id, agent_id, batch, -1 if last is None else last, stored)
+            if not fresh:
+                return
+            conn.executemany(
+                "INSERT INTO events (session_id, agent_id, seq, type, data, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(session_id, agent_id, e.seq, e.type, e.data, e.created_at) for e in fresh],
+            )
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, event_count = event_count + ?"
+                " WHERE session_id = ?",
+                (self._now(), len(fresh), session_id),
+            )
+
+    def load(self, session_id: str) -> StoredSession:
+        """The whole session, agents in spawn order. See `SessionStore.load`."""
+        with self._transaction("loading a session", write=False) as conn:
+            head = conn.execute(
+                "SELECT root_agent_id, data, created_at, updated_at FROM sessions"
+                " WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if head is None:
+                raise self._missing(session_id)
+            agent_rows = conn.execute(
+                "SELECT agent_id, parent_id, name, status, position FROM agents"
+                " WHERE session_id = ? ORDER BY position, rowid",
+                (session_id,),
+            ).fetchall()
+            event_rows = conn.execute(
+                "SELECT agent_id, seq, type, data, created_at FROM events"
+                " WHERE session_id = ? ORDER BY agent_id, seq",
+                (session_id,),
+            ).fetchall()
+        # Decoding happens outside the lock, on rows of one consistent snapshot.
+        logs: dict[str, list[dict[str, Any]]] = {}
+        for agent_id, seq, kind, data, created_at in event_rows:
+            logs.setdefault(agent_id, []).append(decode_event(seq, kind, data, created_at))
+        agents = []
+        for row in agent_rows:
+            record = AgentRecord(*row)
+            agents.append(StoredAgent(record, context_blob(record, logs.get(record.agent_id, []))))
+        root, data, created_at, updated_at = head
+        return StoredSession(
+            session_id,
+            root,
+            json.loads(data),
+            datetime.fromisoformat(created_at),
+            datetime.fromisoformat(updated_at),
+            tuple(agents),
+        )
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, the most recently created first. See `SessionStore.list_sessions`."""
+        with self._transaction("listing sessions", write=False) as conn:
+            rows = conn.execute(
+                "SELECT s.session_id, s.root_agent_id, s.data, s.created_at, s.updated_at,"
+                " (SELECT COUNT(*) FROM agents AS a WHERE a.session_id = s.session_id),"
+                " s.event_count FROM sessions AS s ORDER BY s.rowid DESC"
+            ).fetchall()
+        return [
+            SessionInfo(
+                session_id=session_id,
+                root_agent_id=root,
+                data=json.loads(data),
+                created_at=datetime.fromisoformat(created_at),
+                updated_at=datetime.fromisoformat(updated_at),
+                agent_count=agent_count,
+                event_count=event_count,
+            )
+            for session_id, root, data, created_at, updated_at, agent_count, event_count in rows
+        ]
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session with its agents and events. See `SessionStore.delete`."""
+        with self._transaction("deleting a session") as conn:
+            if not self._exists(conn, session_id):
+                raise self._missing(session_id)
+            for table in ("events", "agents", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    def last_seq(self, session_id: str, agent_id: str) -> int:
+        """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        with self._transaction("reading the last seq", write=False) as conn:
+            row = conn.execute(
+                "SELECT (SELECT MAX(seq) FROM events AS e"
+                " WHERE e.session_id = s.session_id AND e.agent_id = ?)"
+                " FROM sessions AS s WHERE s.session_id = ?",
+                (agent_id, session_id),
+            ).fetchone()
+        if row is None:
+            raise self._missing(session_id)
+        return -1 if row[0] is None else int(row[0])
+
+    def close(self) -> None:
+        """Close the connection (SQLite checkpoints the write-ahead log). Idempotent."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with self._errors("closing"):
+                    conn.close()
