@@ -62,7 +62,7 @@ _CUSTOM = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)+$")
 
 def is_custom_type(event_type: str) -> bool:
     """Whether ``event_type`` is a user event type: namespaced with a dot, like ``app.note``."""
-    return bool(_CUSTOM.match(event_type))
+    return isinstance(event_type, str) and _CUSTOM.fullmatch(event_type) is not None
 
 
 def is_known_type(event_type: str) -> bool:

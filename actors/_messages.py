@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from actors._json import JsonError, json_copy
 
 __all__ = [
     "AssistantMessage",
@@ -31,6 +33,16 @@ class ToolCall(_Frozen):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments")
+    @classmethod
+    def _plain_json(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        # The log stores the JSON form; a tuple or a set here would make the live message differ
+        # from the one rebuilt from the log.
+        try:
+            return json_copy(arguments, "arguments")  # type: ignore[no-any-return]
+        except JsonError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class SystemMessage(_Frozen):

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeAlias
 import structlog
 
 from actors._events import SURFACE_TYPES, is_custom_type
+from actors._frozen import thaw
 from actors._json import JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
@@ -100,7 +101,14 @@ class ContextUpdate:
     __slots__ = ("_ops",)
 
     def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
-        self._ops: tuple[Operation, ...] = operations
+        ops = tuple(operations)
+        for op in ops:
+            if not isinstance(op, _Set | _Merge | _Append | _Delete | LoggedEvent):
+                raise InvalidUpdateError(
+                    f"not an operation: {op!r}; build updates with set(), merge(), append(), "
+                    "delete() and log_event()"
+                )
+        self._ops: tuple[Operation, ...] = ops
 
     # -- building ---------------------------------------------------------------------------
 
@@ -141,6 +149,8 @@ class ContextUpdate:
                 f"event type {type!r} cannot be logged by a tool: use a namespaced type such as "
                 "'app.note' (messages are added by the agent, not by log_event)"
             )
+        if data is not None and not isinstance(data, Mapping):
+            raise InvalidUpdateError(f"the data of event {type!r} must be a mapping, got {data!r}")
         payload = _json(type, dict(data or {}))
         return ContextUpdate((*self._ops, LoggedEvent(type, payload)))
 
@@ -203,7 +213,11 @@ class ContextUpdate:
         Raises:
             InvalidUpdateError: ``append`` met a value that is not a list (or None).
         """
-        state = dict(metadata)
+        # A RunContext's snapshot is frozen (read-only mappings, tuples): thaw it so the result
+        # is plain JSON and append sees its lists as lists.
+        if not isinstance(metadata, Mapping):
+            raise InvalidUpdateError(f"fold needs a mapping, got {type(metadata).__name__}")
+        state = dict(metadata) if isinstance(metadata, dict) else thaw(metadata)
         for op in self._ops:
             if isinstance(op, _Set):
                 state[op.key] = op.value

@@ -1,0 +1,79 @@
+"""Shared helpers of the context tests: a fake clock and hypothesis strategies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import strategies as st
+
+from actors import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+class FakeClock:
+    """A deterministic clock: each call returns the next second after ``start``."""
+
+    def __init__(self, start: datetime = START, step: timedelta = timedelta(seconds=1)) -> None:
+        self.now = start
+        self.step = step
+        self.calls = 0
+
+    def __call__(self) -> datetime:
+        now = self.now
+        self.now += self.step
+        self.calls += 1
+        return now
+
+    def tick(self, n: int) -> datetime:
+        """The time the clock returned (or will return) on call number ``n`` (0-based)."""
+        return START + n * self.step
+
+
+# -- JSON values ----------------------------------------------------------------------------
+
+KEYS = st.sampled_from(["a", "b", "c"])
+"""Few keys, so random operations collide on them."""
+
+scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3)
+json_values: st.SearchStrategy[Any] = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
+    max_leaves=6,
+)
+json_dicts: st.SearchStrategy[dict[str, Any]] = st.dictionaries(KEYS, json_values, max_size=3)
+
+# -- messages -------------------------------------------------------------------------------
+
+_text = st.text(alphabet="abc xyz", max_size=5)
+_call_ids = st.sampled_from(["c1", "c2", "c3"])
+tool_calls = st.builds(
+    ToolCall,
+    id=_call_ids,
+    name=st.sampled_from(["search", "write"]),
+    arguments=st.dictionaries(KEYS, scalars, max_size=2),
+)
+messages: st.SearchStrategy[Message] = st.one_of(
+    st.builds(SystemMessage, content=_text),
+    st.builds(UserMessage, content=_text),
+    st.builds(
+        AssistantMessage,
+        content=_text,
+        tool_calls=st.lists(tool_calls, max_size=2).map(tuple),
+    ),
+    st.builds(
+        ToolResultMessage,
+        tool_call_id=_call_ids,
+        tool_name=st.just("search"),
+        content=_text,
+        is_error=st.booleans(),
+    ),
+)

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import doctest
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+import actors._usage
+from actors import Usage
+
+usages = st.builds(
+    Usage,
+    requests=st.integers(0, 100),
+    input_tokens=st.integers(0, 10**6),
+    output_tokens=st.integers(0, 10**6),
+    tool_calls=st.integers(0, 100),
+)
+
+
+def test_defaults_are_zero() -> None:
+    assert Usage() == Usage(requests=0, input_tokens=0, output_tokens=0, tool_calls=0)
+
+
+def test_usages_add_field_by_field() -> None:
+    total = Usage(requests=1, input_tokens=10, tool_calls=2) + Usage(
+        requests=2, input_tokens=5, output_tokens=7
+    )
+    assert total == Usage(requests=3, input_tokens=15, output_tokens=7, tool_calls=2)
+    assert total.total_tokens == 22
+
+
+def test_sum_with_a_usage_start() -> None:
+    parts = [Usage(requests=1), Usage(output_tokens=4), Usage(tool_calls=1)]
+    assert sum(parts, Usage()) == Usage(requests=1, output_tokens=4, tool_calls=1)
+
+
+def test_adding_something_else_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        Usage() + 1  # type: ignore[operator]
+
+
+def test_usage_is_frozen() -> None:
+    with pytest.raises(ValidationError, match="frozen"):
+        Usage().requests = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("field", ["requests", "input_tokens", "output_tokens", "tool_calls"])
+def test_negative_counts_are_rejected(field: str) -> None:
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        Usage(**{field: -1})
+
+
+def test_unknown_fields_are_rejected() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        Usage(cost=3)  # type: ignore[call-arg]
+
+
+@settings(max_examples=100, deadline=None)
+@given(usages, usages, usages)
+def test_addition_is_associative_and_commutative(a: Usage, b: Usage, c: Usage) -> None:
+    assert (a + b) + c == a + (b + c)
+    assert a + b == b + a
+    assert a + Usage() == a
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(actors._usage, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
