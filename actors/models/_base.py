@@ -1,0 +1,362 @@
+"""What both HTTP providers share: the client, one attempt of a request, retries, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any, ClassVar, Self
+
+import httpx
+import structlog
+
+from actors._model import (
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamDelta,
+    check_model_requests_allowed,
+)
+from actors.exceptions import (
+    Cancelled,
+    UnexpectedModelResponse,
+)
+from actors.models._auth import ApiKey, KeyResolver
+from actors.models._errors import excerpt, malformed, redact, status_error, transport_error
+from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
+from actors.models._sse import ServerSentEvent, iter_sse
+
+__all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAssembler"]
+
+_log = structlog.get_logger("actors.models")
+
+DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+"""Connect within 10 s; then each read, write or pool wait may take 300 s (long replies)."""
+
+
+class StreamAssembler(ABC):
+    """Builds one reply from a provider's stream of events."""
+
+    @abstractmethod
+    def feed(self, event: ServerSentEvent) -> Iterable[StreamDelta]:
+        """Take one event; return the deltas it carries for ``on_delta``.
+
+        Raises:
+            UnexpectedModelResponse: The event cannot be understood.
+            RetryableError: The provider reported a passing failure inside the stream.
+            ModelError: The provider reported another failure inside the stream.
+        """
+
+    @property
+    @abstractmethod
+    def done(self) -> bool:
+        """Whether the stream's terminating event has arrived (stop reading)."""
+
+    @property
+    @abstractmethod
+    def complete(self) -> bool:
+        """Whether enough has arrived to answer (the reply's end, if not the stream's)."""
+
+    @abstractmethod
+    def response(self) -> ModelResponse:
+        """The assembled reply (only once `complete`)."""
+
+
+class HTTPModel(ABC):
+    """A model behind an HTTP API: one lazily created `httpx.AsyncClient`, reused.
+
+    The client belongs to the event loop that first used it: the actors runtime sends every
+    model request from one loop thread, which is what makes one pooled client right. A model
+    used from another loop later gets a new client; `aclose` closes the current one.
+    """
+
+    provider: ClassVar[str]
+    _path: ClassVar[str]
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str,
+        keys: KeyResolver,
+        http_client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout | None,
+        retry: RetryPolicy | None,
+        settings: ModelSettings | None,
+        label: str,
+    ) -> None:
+        self._model_name = model_name
+        self._base_url = base_url.rstrip("/")
+        self._keys = keys
+        self._user_client = http_client
+        self._timeout = timeout
+        self._retry = retry if retry is not None else RetryPolicy()
+        self._settings: ModelSettings = dict(settings or {})  # type: ignore[assignment]
+        self._label = label
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- what providers fill in ------------------------------------------------------------
+
+    @abstractmethod
+    def _body(self, request: ModelRequest, settings: ModelSettings, stream: bool) -> dict[str, Any]:
+        """The JSON body for ``request``."""
+
+    @abstractmethod
+    def _auth(self, key: ApiKey) -> httpx.Auth:
+        """How ``key`` goes into the request."""
+
+    @abstractmethod
+    def _parse(self, data: Any) -> ModelResponse:
+        """A whole (non-streamed) reply; raises `UnexpectedModelResponse` when malformed."""
+
+    @abstractmethod
+    def _assembler(self) -> StreamAssembler:
+        """A fresh assembler for one streamed reply."""
+
+    def _headers(self) -> dict[str, str]:
+        return {}
+
+    # -- public face ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """``"<provider>:<model>"``, the same form `infer_model` reads."""
+        return f"{self._label}:{self._model_name}"
+
+    @property
+    def model_name(self) -> str:
+        """The model as the provider names it."""
+        return self._model_name
+
+    @property
+    def base_url(self) -> str:
+        """Where requests go (without the endpoint's path)."""
+        return self._base_url
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """When failed requests are retried."""
+        return self._retry
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the complete reply.
+
+        Streams when ``settings["stream"]`` is true, and by default whenever
+        ``request.on_delta`` is set; each piece goes to ``on_delta`` as it arrives.
+
+        Raises:
+            ModelAuthenticationError: No key is set, or the provider refused it (never retried).
+            ModelHTTPError: The provider answered with an error status, after any retries.
+            ModelTimeoutError: The provider did not answer in time, after any retries.
+            UnexpectedModelResponse: The reply could not be understood.
+            ModelError: The connection failed, after any retries.
+            ModelRequestsDisabled: Real model requests are switched off.
+            Cancelled: ``request.cancellation`` was set; the request in flight was closed.
+        """
+        check_model_requests_allowed(self.name)
+        request.cancellation.raise_if_cancelled()
+        settings: ModelSettings = {**self._settings, **request.settings}
+        stream = bool(settings.get("stream", request.on_delta is not None))
+        key = self._keys.resolve()
+        body = self._body(request, settings, stream)
+        timeout: httpx.Timeout | None = None
+        if "timeout" in settings:
+            timeout = httpx.Timeout(settings["timeout"])
+
+        async def attempt() -> ModelResponse:
+            return await self._attempt(body, key, stream, request, timeout)
+
+        # Retries happen here, inside one `request()` call, before any reply is returned.
+        # Tools run only after the agent loop receives a reply, so a retry can never make a
+        # tool run twice; the worst it repeats is the model's own work.
+        retried = send_with_retries(attempt, self._retry, model_name=self.name)
+        return await self._cancellable(request, retried)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model created (a client passed in stays open).
+
+        The model stays usable: the next request creates a new client.
+        """
+        client, self._client = self._client, None
+        loop, self._client_loop = self._client_loop, None
+        if client is None:
+            return
+        if loop is not None and loop is not asyncio.get_running_loop() and loop.is_closed():
+            return  # Its connections died with their loop; nothing is left to close.
+        await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model_name!r}, base_url={self._base_url!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A client cannot cross processes, and a key given as a plain string never travels in
+        # pickled data (Ray copies specs by pickling): the receiving side reads its own
+        # environment, or calls the key function it was given.
+        if self._user_client is not None:
+            raise TypeError(
+                f"{self!r} uses an http_client that cannot be pickled; "
+                "build the model where it will run"
+            )
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_client_loop"] = None
+        state["_keys"] = self._keys.without_explicit_string()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # -- machinery --------------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._user_client is not None:
+            return self._user_client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            if self._client is not None:
+                _log.debug("model.new_client", model=self.name, reason="another event loop")
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout if self._timeout is not None else DEFAULT_TIMEOUT,
+                limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _cancellable(self, request: ModelRequest, work: Any) -> ModelResponse:
+        """Await ``work``; a cancel of ``request.cancellation`` from any thread stops it.
+
+        The token's callback may run on any thread, so it only schedules the task's
+        cancellation on this loop; `finished` (touched only on this loop) makes a late
+        callback harmless once the request is over.
+        """
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        finished = False
+        ours = False
+
+        def cancel_task() -> None:
+            nonlocal ours
+            if not finished:
+                ours = True
+                task.cancel("model request cancelled")
+
+        def on_cancel(reason: str) -> None:
+            # A closed loop raises RuntimeError; then nothing is in flight on it.
+            with suppress(RuntimeError):
+                loop.call_soon_threadsafe(cancel_task)
+
+        unregister = request.cancellation.on_cancel(on_cancel)
+        try:
+            result: ModelResponse = await work
+            return result
+        except asyncio.CancelledError:
+            if ours and task.uncancel() == 0:
+                _log.info("model.cancelled", model=self.name)
+                raise Cancelled(request.cancellation.reason or "cancelled") from None
+            raise
+        finally:
+            finished = True
+            unregister()
+
+    async def _attempt(
+        self,
+        body: dict[str, Any],
+        key: ApiKey | None,
+        stream: bool,
+        request: ModelRequest,
+        timeout: httpx.Timeout | None,
+    ) -> ModelResponse:
+        client = self._http()
+        http_request = client.build_request(
+            "POST",
+            self._base_url + self._path,
+            json=body,
+            headers={"accept": "text/event-stream" if stream else "application/json"}
+            | self._headers(),
+            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+        )
+        auth = self._auth(key) if key is not None else None
+        started = time.monotonic()
+        try:
+            response = await client.send(
+                http_request,
+                auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, key, self.name, replied=False) from exc
+        try:
+            _log.debug(
+                "model.response",
+                model=self.name,
+                status=response.status_code,
+                seconds=round(time.monotonic() - started, 3),
+            )
+            if not response.is_success:
+                raise await status_error(response, key)
+            content_type = response.headers.get("content-type", "")
+            # Some OpenAI-compatible servers ignore `stream: true` and answer in one piece.
+            if stream and "text/event-stream" in content_type:
+                return await self._read_stream(response, request, key)
+            return await self._read_whole(response, key)
+        finally:
+            await response.aclose()
+
+    async def _read_whole(self, response: httpx.Response, key: ApiKey | None) -> ModelResponse:
+        try:
+            raw = await response.aread()
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, key, self.name, replied=False) from exc
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            text = redact(key, excerpt(raw.decode("utf-8", "replace"), 200))
+            raise UnexpectedModelResponse(
+                f"{self.name} answered with malformed JSON: {text}"
+            ) from exc
+        with malformed(self.name):
+            return self._parse(data)
+
+    async def _read_stream(
+        self, response: httpx.Response, request: ModelRequest, key: ApiKey | None
+    ) -> ModelResponse:
+        assembler = self._assembler()
+        emitted = False
+        try:
+            async for event in iter_sse(response.aiter_text()):
+                with malformed(self.name):
+                    deltas = list(assembler.feed(event))
+                for delta in deltas:
+                    if request.on_delta is not None:
+                        emitted = True
+                        request.on_delta(delta)
+                if assembler.done:
+                    break
+        except RetryableError as failure:
+            # Once listeners have seen part of this reply, a second attempt would show them
+            # its start again; fail instead, and let the caller decide.
+            if emitted:
+                raise failure.error from failure.__cause__
+            raise
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, key, self.name, replied=emitted) from exc
+        if not assembler.complete:
+            error = UnexpectedModelResponse(
+                f"{self.name}'s stream ended before the reply was complete"
+            )
+            if emitted:
+                raise error
+            raise RetryableError(error)
+        with malformed(self.name):
+            return assembler.response()

@@ -1,0 +1,313 @@
+"""OpenAI Chat Completions, and every server that speaks it (vLLM, llama.cpp, Ollama, ...).
+
+Wire shapes follow the OpenAI API reference for ``POST /chat/completions``: the request body,
+the ``chat.completion`` object, and the ``chat.completion.chunk`` objects of a stream that
+ends with ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import httpx
+
+from actors._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from actors._model import ModelRequest, ModelResponse, ModelSettings, StreamDelta, ToolDefinition
+from actors._usage import Usage
+from actors.exceptions import ModelHTTPError, UnexpectedModelResponse, UserError
+from actors.models._arguments import INVALID_ARGUMENTS_KEY, parse_arguments
+from actors.models._auth import ApiKey, ApiKeySource, HeaderAuth, KeyResolver
+from actors.models._base import HTTPModel, StreamAssembler
+from actors.models._errors import excerpt
+from actors.models._retry import RetryableError, RetryPolicy
+from actors.models._sse import ServerSentEvent
+
+__all__ = ["OpenAIChatModel"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_SAMPLING = ("temperature", "top_p", "seed", "stop")
+
+
+class OpenAIChatModel(HTTPModel):
+    """A model behind the OpenAI Chat Completions API, or any server compatible with it.
+
+    Without ``base_url`` the model talks to OpenAI (or to ``OPENAI_BASE_URL`` when set) and
+    needs a key: ``api_key``, else ``OPENAI_API_KEY``, read when a request is sent (so a model
+    can be built before the key is set). With an explicit ``base_url`` only an explicit
+    ``api_key`` is sent, and none is needed: an OpenAI key is never sent to a server that the
+    environment did not name.
+
+    Args:
+        model_name: The model, as the server names it (``"gpt-4o-mini"``).
+        base_url: The API root, up to and including ``/v1``.
+        api_key: The key, or a function returning it (called on every request).
+        http_client: Your own client (proxies, custom transports); you close it.
+        timeout: Transport timeouts of the client the model creates. Default: connect 10 s,
+            everything else 300 s. ``settings["timeout"]`` overrides it for one request.
+        retry: When failed requests are retried (default `RetryPolicy()`).
+        settings: Defaults for every request; a request's own settings win.
+        provider: The label in `name` (``"ollama"``, ``"openai-compatible"``, ...).
+        max_tokens_field: The body field for ``settings["max_tokens"]``. Default:
+            ``"max_completion_tokens"`` for api.openai.com (its reasoning models refuse the
+            old field), ``"max_tokens"`` for other servers (many know only that one).
+
+    Example:
+        >>> model = OpenAIChatModel("gpt-4o-mini")
+        >>> model.name
+        'openai:gpt-4o-mini'
+    """
+
+    provider: ClassVar[str] = "openai"
+    _path: ClassVar[str] = "/chat/completions"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str | None = None,
+        api_key: ApiKeySource = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        retry: RetryPolicy | None = None,
+        settings: ModelSettings | None = None,
+        provider: str = "openai",
+        max_tokens_field: str | None = None,
+    ) -> None:
+        if base_url is None:
+            url = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_BASE_URL
+            keys = KeyResolver(api_key, "OPENAI_API_KEY", provider)
+        else:
+            url = base_url
+            keys = KeyResolver(api_key, None, provider)
+        super().__init__(
+            model_name,
+            base_url=url,
+            keys=keys,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            settings=settings,
+            label=provider,
+        )
+        if max_tokens_field is None:
+            official = httpx.URL(self.base_url).host == "api.openai.com"
+            max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        self._max_tokens_field = max_tokens_field
+
+    def _auth(self, key: ApiKey) -> httpx.Auth:
+        return HeaderAuth("authorization", key, prefix="Bearer ")
+
+    def _body(self, request: ModelRequest, settings: ModelSettings, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [_message(message) for message in request.messages],
+        }
+        if request.tools:
+            body["tools"] = [_tool(tool) for tool in request.tools]
+            if "tool_choice" in settings:
+                body["tool_choice"] = _tool_choice(settings["tool_choice"], request.tools)
+            if "parallel_tool_calls" in settings:
+                body["parallel_tool_calls"] = settings["parallel_tool_calls"]
+        for name in _SAMPLING:
+            if name in settings:
+                body[name] = settings[name]  # type: ignore[literal-required]
+        if "max_tokens" in settings:
+            body[self._max_tokens_field] = settings["max_tokens"]
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        body.update(settings.get("extra_body", {}))
+        return body
+
+    def _parse(self, data: Any) -> ModelResponse:
+        if isinstance(data, dict) and "choices" not in data and isinstance(data.get("error"), dict):
+            raise UnexpectedModelResponse(
+                f"{self.name} answered with an error: {excerpt(str(data['error'].get('message')))}"
+            )
+        choice = data["choices"][0]
+        message = choice["message"]
+        calls = [
+            (call["id"], call["function"]["name"], call["function"].get("arguments") or "")
+            for call in message.get("tool_calls") or ()
+        ]
+        content = message.get("content") or message.get("refusal") or ""
+        return ModelResponse(
+            message=_assistant(str(content), calls),
+            usage=_usage(data.get("usage")),
+            model_name=str(data.get("model") or self.model_name),
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def _assembler(self) -> StreamAssembler:
+        return _ChunkAssembler(self.model_name)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, ToolResultMessage):
+        # Chat Completions has no error flag on tool results; the content says what failed.
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_text(call)},
+            }
+            for call in message.tool_calls
+        ]
+    return out
+
+
+def arguments_text(call: ToolCall) -> str:
+    """A call's arguments as JSON text; bad text the model wrote goes back as it was."""
+    raw = call.arguments.get(INVALID_ARGUMENTS_KEY)
+    if isinstance(raw, str) and len(call.arguments) == 1:
+        return raw
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _tool_choice(choice: str, tools: Sequence[ToolDefinition]) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    if not any(tool.name == choice for tool in tools):
+        raise UserError(
+            f"tool_choice {choice!r} is not 'auto', 'none', 'required' or a tool of this request"
+        )
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _assistant(content: str, calls: Iterable[tuple[str | None, str, str]]) -> AssistantMessage:
+    tool_calls = tuple(
+        ToolCall(id=call_id or f"call_{n}", name=name, arguments=parse_arguments(arguments))
+        for n, (call_id, name, arguments) in enumerate(calls)
+    )
+    return AssistantMessage(content=content, tool_calls=tool_calls)
+
+
+def _usage(data: Any) -> Usage:
+    if not isinstance(data, dict):
+        return Usage(requests=1)
+    return Usage(
+        requests=1,
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+    )
+
+
+class _ChunkAssembler(StreamAssembler):
+    """Joins ``chat.completion.chunk`` objects: text pieces, and tool calls by their index."""
+
+    def __init__(self, model_name: str) -> None:
+        self._model_name = model_name
+        self._text: list[str] = []
+        # index -> [id, name, argument pieces], in the order the calls first appeared.
+        self._calls: dict[int, tuple[list[str | None], list[str]]] = {}
+        self._finish_reason: str | None = None
+        self._usage = Usage(requests=1)
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def complete(self) -> bool:
+        return self._done or self._finish_reason is not None
+
+    def feed(self, event: ServerSentEvent) -> Iterable[StreamDelta]:
+        if event.data.strip() == "[DONE]":
+            self._done = True
+            return ()
+        chunk = json.loads(event.data)
+        if not isinstance(chunk, dict):
+            raise UnexpectedModelResponse(f"a stream chunk is not an object: {excerpt(event.data)}")
+        if isinstance(chunk.get("error"), dict):
+            _raise_stream_error(chunk["error"])
+        self._model_name = str(chunk.get("model") or self._model_name)
+        if chunk.get("usage"):
+            self._usage = _usage(chunk["usage"])
+        deltas: list[StreamDelta] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content") or delta.get("refusal")
+            if text:
+                self._text.append(text)
+                deltas.append(StreamDelta(kind="text", text=text))
+            for piece in delta.get("tool_calls") or ():
+                deltas.append(self._tool_piece(piece))
+            if choice.get("finish_reason"):
+                self._finish_reason = choice["finish_reason"]
+        return deltas
+
+    def _tool_piece(self, piece: dict[str, Any]) -> StreamDelta:
+        index = int(piece.get("index", len(self._calls)))
+        function = piece.get("function") or {}
+        arguments = function.get("arguments") or ""
+        if index not in self._calls:
+            self._calls[index] = ([piece.get("id"), function.get("name") or ""], [])
+            head, pieces = self._calls[index]
+            pieces.append(arguments)
+            return StreamDelta(
+                kind="tool_call",
+                text=arguments,
+                index=list(self._calls).index(index),
+                tool_call_id=head[0],
+                tool_name=head[1],
+            )
+        head, pieces = self._calls[index]
+        # Some servers repeat the id and name on later pieces; the first ones stand.
+        head[0] = head[0] or piece.get("id")
+        head[1] = head[1] or function.get("name") or ""
+        pieces.append(arguments)
+        return StreamDelta(kind="tool_call", text=arguments, index=list(self._calls).index(index))
+
+    def response(self) -> ModelResponse:
+        # The order the calls first appeared, which is also the order of the deltas' index.
+        calls = [(head[0], str(head[1]), "".join(pieces)) for head, pieces in self._calls.values()]
+        return ModelResponse(
+            message=_assistant("".join(self._text), calls),
+            usage=self._usage,
+            model_name=self._model_name,
+            finish_reason=self._finish_reason,
+        )
+
+
+def _raise_stream_error(error: dict[str, Any]) -> None:
+    """An error object inside a stream: a 5xx-style failure that may pass, unless it says not."""
+    message = excerpt(str(error.get("message") or error))
+    code = error.get("code")
+    status = code if isinstance(code, int) else 500
+    failure = ModelHTTPError(
+        f"error inside the stream: {message}", status_code=status, body=message
+    )
+    if status == 429 or status >= 500:
+        raise RetryableError(failure)
+    raise failure
