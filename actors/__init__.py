@@ -1,8 +1,10 @@
 """actors: LLM agent systems in which every agent and subagent is an actor owning its context."""
 
+from actors._agent import Agent, Subagent, UsageLimits
 from actors._agent_context import AgentContext, TranscriptEntry
 from actors._cancel import CancellationToken
 from actors._events import Event
+from actors._loop import TreeLimits
 from actors._messages import (
     AssistantMessage,
     Message,
@@ -11,13 +13,20 @@ from actors._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors._ref import AgentRef, RunFuture, TreeNode
+from actors._result import RunResult
 from actors._run_context import RunContext
+from actors._run_sync import run_sync
+from actors._runtime import Runtime
 from actors._suspension import Answer, Pending, Request
+from actors._tools import Tool, ToolResult, tool
 from actors._update import ContextUpdate
 from actors._usage import Usage
 
 __all__ = [
+    "Agent",
     "AgentContext",
+    "AgentRef",
     "Answer",
     "AssistantMessage",
     "CancellationToken",
@@ -26,12 +35,23 @@ __all__ = [
     "Message",
     "Pending",
     "Request",
+    "run_sync",
     "RunContext",
+    "RunFuture",
+    "RunResult",
+    "Runtime",
+    "Subagent",
     "SystemMessage",
+    "Tool",
+    "tool",
     "ToolCall",
+    "ToolResult",
     "ToolResultMessage",
     "TranscriptEntry",
+    "TreeLimits",
+    "TreeNode",
     "Usage",
+    "UsageLimits",
     "UserMessage",
 ]
 

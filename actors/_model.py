@@ -80,6 +80,7 @@ class ModelRequest:
         settings: Sampling and transport settings.
         cancellation: Set when the run is cancelled: a model closes its request in flight.
         on_delta: Called with each `StreamDelta` as a streamed reply arrives (or None).
+        agent_id: The agent asking (for logs and for test models that script per agent).
     """
 
     messages: Sequence[Message]
@@ -87,6 +88,7 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     on_delta: Callable[[StreamDelta], None] | None = None
+    agent_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,321 @@
+"""The pykka actor that hosts one agent's state machine and carries out its effects."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pykka
+import structlog
+
+from actors._agent import Agent
+from actors._events import Event
+from actors._loop import AgentLoop
+from actors._loop_types import (
+    CallModel,
+    CallTool,
+    CancelChild,
+    CancelRun,
+    ChildFinished,
+    Effect,
+    Finish,
+    Input,
+    ModelReplied,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+    Steer,
+    ToolFinished,
+)
+from actors._model import StreamDelta
+from actors._result import RunResult
+from actors._usage import Usage
+from actors.exceptions import AgentStoppedError, RunFailedError
+
+if TYPE_CHECKING:
+    from actors._runtime import AgentNode, Runtime
+
+__all__ = [
+    "AgentActor",
+    "Delegate",
+    "DelegateDone",
+    "DelegateReply",
+    "HostReply",
+    "ParentReply",
+    "Query",
+]
+
+_log = structlog.get_logger("actors.actor")
+
+_INPUTS = (StartRun, ModelReplied, ToolFinished, ChildFinished, CancelRun, ResumeRun, Steer)
+
+
+@dataclass(frozen=True, slots=True)
+class HostReply:
+    """The host waits on ``future`` for the run's result."""
+
+    future: concurrent.futures.Future[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ParentReply:
+    """A parent's call waits for this child's run."""
+
+    parent: pykka.ActorRef[Any]
+    run_id: str
+    call_id: str
+    child_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delegate:
+    """A tool asked its agent to run a child (``ctx.delegate``)."""
+
+    agent: Agent[Any]
+    task: str
+    future: concurrent.futures.Future[Any]
+    metadata: Mapping[str, Any]
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class DelegateReply:
+    """A tool of the parent waits on ``future`` for this delegated child's output."""
+
+    parent: pykka.ActorRef[Any]
+    child_id: str
+    future: concurrent.futures.Future[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DelegateDone:
+    """A delegated child finished; the parent books it and answers the waiting tool."""
+
+    reply: DelegateReply
+    result: RunResult[Any] | None
+    error: BaseException | None
+    tree_usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A question answered from the actor's thread (``ask``)."""
+
+    what: str
+
+
+class AgentActor(pykka.ThreadingActor):
+    """Hosts an `AgentLoop`: inputs arrive as messages, effects leave as tasks and messages.
+
+    Every handler catches everything: an exception escaping a pykka ``tell`` handler would stop
+    the actor silently and leave callers waiting.
+    """
+
+    def __init__(self, runtime: Runtime, node: AgentNode, loop: AgentLoop) -> None:
+        super().__init__()
+        self.actors_runtime = runtime
+        self.actors_node = node
+        self.actors_loop = loop
+        self.actors_waiting: list[Any] = []
+        self.actors_log = _log.bind(agent_id=node.agent_id, parent_id=node.parent_id)
+        loop.ctx.subscribe(self._on_event)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, _INPUTS):
+            self._handle(message)
+            return None
+        if isinstance(message, Query):
+            return self._answer(message.what)
+        if isinstance(message, Delegate):
+            try:
+                self.actors_runtime.start_delegation(
+                    self.actors_node, self.actor_ref, self.actors_loop, message
+                )
+            except Exception as exc:
+                self.actors_log.exception("delegation failed")
+                if not message.future.done():
+                    message.future.set_exception(exc)
+            return None
+        if isinstance(message, DelegateDone):
+            self._delegate_done(message)
+            return None
+        if isinstance(message, StreamDelta):
+            self.actors_node.publish_delta(message)
+            return None
+        self.actors_log.warning("unknown message ignored", message_type=type(message).__name__)
+        return None
+
+    def _handle(self, message: Input) -> None:
+        loop = self.actors_loop
+        if isinstance(message, StartRun | ResumeRun) and message.reply is not None:
+            self.actors_waiting.append(message.reply)
+        try:
+            effects = loop.handle(message)
+        except Exception as exc:  # a bug in the loop must not strand callers
+            self.actors_log.exception("agent loop failed")
+            effects = self._crash(exc)
+        self._sync_node()
+        self._execute(effects)
+
+    def _crash(self, exc: Exception) -> list[Effect]:
+        error = RunFailedError(f"agent {self.actors_node.agent_id!r} failed internally: {exc!r}")
+        error.__cause__ = exc
+        loop = self.actors_loop
+        try:
+            if loop.run_id is not None:
+                return loop.fail_now(error)
+        except Exception:
+            self.actors_log.exception("agent loop could not fail the run cleanly")
+        return [Finish(reply, error=error) for reply in list(self.actors_waiting)]
+
+    def _answer(self, what: str) -> Any:
+        if what == "context":
+            return self.actors_loop.ctx.serialize()
+        if what == "status":
+            return self.actors_loop.status
+        raise ValueError(f"unknown query {what!r}")
+
+    def _on_event(self, event: Event) -> None:
+        self.actors_node.publish_event(event)
+
+    def _sync_node(self) -> None:
+        loop = self.actors_loop
+        node = self.actors_node
+        node.status = loop.status
+        node.step = loop.ctx.iteration
+        node.tool = loop.current_tool
+
+    # -- effects ------------------------------------------------------------------------------
+
+    def _deliver(self, message: Input) -> None:
+        self.actor_ref.tell(message)
+
+    def _execute(self, effects: list[Effect]) -> None:
+        runtime = self.actors_runtime
+        for effect in effects:
+            try:
+                if isinstance(effect, CallModel):
+                    if self.actors_node.wants_deltas():
+                        request = dataclasses.replace(effect.request, on_delta=self.actor_ref.tell)
+                        effect = dataclasses.replace(effect, request=request)
+                    runtime.effects.call_model(effect, self.actors_loop.model, self._deliver)
+                elif isinstance(effect, CallTool):
+                    delegator = runtime.delegator_for(self.actors_node, effect)
+                    runtime.effects.call_tool(effect, self._deliver, delegator)
+                elif isinstance(effect, RunChild):
+                    runtime.run_child(self.actors_node, self.actor_ref, effect)
+                elif isinstance(effect, ResumeChild):
+                    runtime.resume_child(self.actor_ref, effect)
+                elif isinstance(effect, CancelChild):
+                    runtime.cancel_agent(effect.child_id, effect.reason)
+                elif isinstance(effect, Finish):
+                    self._finish(effect)
+            except Exception as exc:
+                self.actors_log.exception("effect failed", effect=type(effect).__name__)
+                self._effect_failed(effect, exc)
+
+    def _effect_failed(self, effect: Effect, exc: Exception) -> None:
+        if isinstance(effect, CallModel):
+            self._deliver(ModelReplied(effect.run_id, effect.step, error=exc))
+        elif isinstance(effect, CallTool):
+            from actors._outcome import outcome_of_error
+
+            self._deliver(ToolFinished(effect.run_id, effect.call.id, outcome_of_error(exc)))
+        elif isinstance(effect, RunChild | ResumeChild):
+            self._deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=exc))
+
+    def _finish(self, effect: Finish) -> None:
+        reply = effect.reply
+        if reply in self.actors_waiting:
+            self.actors_waiting.remove(reply)
+        self.actors_runtime.persist(self.actors_node)
+        if isinstance(reply, HostReply):
+            if not reply.future.done():
+                if effect.error is not None:
+                    reply.future.set_exception(effect.error)
+                else:
+                    reply.future.set_result(effect.result)
+        elif isinstance(reply, ParentReply):
+            result = effect.result
+            tree = result.tree_usage if result is not None else self._usage_of(effect)
+            reply.parent.tell(
+                ChildFinished(
+                    reply.run_id,
+                    reply.call_id,
+                    reply.child_id,
+                    result=result,
+                    error=effect.error,
+                    tree_usage=tree,
+                )
+            )
+            self.actors_runtime.child_done(self.actors_node, effect)
+        elif isinstance(reply, DelegateReply):
+            result = effect.result
+            tree = result.tree_usage if result is not None else self._usage_of(effect)
+            reply.parent.tell(DelegateDone(reply, result, effect.error, tree))
+            self.actors_runtime.child_done(self.actors_node, effect)
+
+    def _delegate_done(self, message: DelegateDone) -> None:
+        result, error, future = message.result, message.error, message.reply.future
+        status = result.status if result is not None else "failed"
+        detail = f"{type(error).__name__}: {error}" if error is not None else None
+        try:
+            self.actors_loop.end_delegation(
+                message.reply.child_id, status, message.tree_usage, detail
+            )
+        except Exception:
+            self.actors_log.exception("could not book the delegated child's end")
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        elif result is None or result.status != "completed":
+            future.set_exception(
+                RunFailedError(
+                    f"delegated agent {message.reply.child_id!r} ended {status}; "
+                    "suspension inside delegate() is not supported"
+                )
+            )
+        else:
+            future.set_result(result.output)
+
+    @staticmethod
+    def _usage_of(effect: Finish) -> Usage:
+        usage = getattr(effect.error, "usage", None)
+        return usage if isinstance(usage, Usage) else Usage()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def on_stop(self) -> None:
+        self._release("stopped")
+
+    def on_failure(self, *args: Any) -> None:
+        self._release("failed")
+
+    def _release(self, how: str) -> None:
+        node = self.actors_node
+        if node.status not in ("finished", "failed", "cancelled"):
+            node.status = "stopped" if how == "stopped" else "failed"
+        try:
+            self.actors_loop.token_cancel(f"agent {how}")
+        except Exception:
+            self.actors_log.exception("could not cancel the run in flight")
+        for reply in self.actors_waiting:
+            error = AgentStoppedError(f"agent {node.agent_id!r} {how} before its run finished")
+            if isinstance(reply, HostReply) and not reply.future.done():
+                reply.future.set_exception(error)
+            elif isinstance(reply, ParentReply):
+                reply.parent.tell(
+                    ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
+                )
+            elif isinstance(reply, DelegateReply):
+                reply.parent.tell(DelegateDone(reply, None, error, Usage()))
+        self.actors_waiting.clear()
+        self.actors_runtime.persist(node)
+        self.actors_runtime.forget(node)

@@ -1,0 +1,176 @@
+"""Where effects run: model calls and async tools on one asyncio loop, sync tools on threads.
+
+Completions go back to the agent as messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import structlog
+
+from actors._loop_types import CallModel, CallTool, Input, ModelReplied, ToolFinished
+from actors._outcome import outcome_of_error, outcome_of_return
+from actors._run_context import Delegator, RunContext
+from actors.exceptions import Cancelled
+
+__all__ = ["EffectRunner"]
+
+_log = structlog.get_logger("actors.effects")
+
+Deliver = Callable[[Input], None]
+
+
+class EffectRunner:
+    """Runs model calls and tools off the agents' threads.
+
+    Args:
+        max_workers: Threads for sync tools (blocking or CPU-bound work).
+    """
+
+    def __init__(self, max_workers: int = 32) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="actors-effects", daemon=True)
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="actors-tool"
+        )
+        self._closed = False
+        self._thread.start()
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The effects' event loop."""
+        return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Run a coroutine on the effects loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` on the loop after ``delay`` seconds; returns a cancel function."""
+        handle: list[asyncio.TimerHandle] = []
+
+        def schedule() -> None:
+            handle.append(self._loop.call_later(delay, callback))
+
+        self._loop.call_soon_threadsafe(schedule)
+
+        def cancel() -> None:
+            def cancel_now() -> None:
+                if handle:
+                    handle[0].cancel()
+
+            self._loop.call_soon_threadsafe(cancel_now)
+
+        return cancel
+
+    # -- model calls --------------------------------------------------------------------------
+
+    def call_model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
+        """Start a model request; its reply (or error) is delivered as `ModelReplied`."""
+        self.submit(self._model(effect, model, deliver))
+
+    async def _model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
+        request = effect.request
+        task = asyncio.current_task()
+        assert task is not None
+
+        def cancel(_reason: str) -> None:
+            self._loop.call_soon_threadsafe(task.cancel)
+
+        unregister = request.cancellation.on_cancel(cancel)
+        try:
+            response = await asyncio.wait_for(model.request(request), effect.timeout)
+        except asyncio.CancelledError:
+            deliver(ModelReplied(effect.run_id, effect.step, error=Cancelled("cancelled")))
+        except TimeoutError as exc:
+            error = TimeoutError(f"model request timed out after {effect.timeout:g} s")
+            error.__cause__ = exc
+            deliver(ModelReplied(effect.run_id, effect.step, error=error))
+        except Exception as exc:  # every failure is a value for the agent
+            deliver(ModelReplied(effect.run_id, effect.step, error=exc))
+        else:
+            deliver(ModelReplied(effect.run_id, effect.step, response=response))
+        finally:
+            unregister()
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def call_tool(self, effect: CallTool, deliver: Deliver, delegator: Delegator | None) -> None:
+        """Start a tool call; its outcome is delivered as `ToolFinished`."""
+        ctx: RunContext[Any] = effect.ctx
+        if delegator is not None:
+            ctx = RunContext(
+                tool_context=ctx.tool_context,
+                metadata=ctx.metadata,
+                agent_id=ctx.agent_id,
+                parent_id=ctx.parent_id,
+                run_id=ctx.run_id,
+                tool_call_id=ctx.tool_call_id,
+                tool_name=ctx.tool_name,
+                retry=ctx.retry,
+                usage=ctx.usage,
+                timeout=ctx.timeout,
+                cancellation=ctx.cancellation,
+                answer=ctx.answer,
+                _delegator=delegator,
+            )
+        self.submit(self._tool(effect, ctx, deliver))
+
+    async def _tool(self, effect: CallTool, ctx: RunContext[Any], deliver: Deliver) -> None:
+        tool = effect.tool
+        try:
+            if tool.is_async:
+                work: Any = tool.invoke(ctx, effect.arguments)
+            else:
+                work = self._loop.run_in_executor(
+                    self._pool, functools.partial(tool.invoke, ctx, effect.arguments)
+                )
+            value = await asyncio.wait_for(work, effect.timeout)
+            outcome = outcome_of_return(value)
+        except TimeoutError as exc:
+            ctx.cancellation.cancel(f"timed out after {effect.timeout:g} s")
+            outcome = outcome_of_error(exc, effect.timeout)
+        except asyncio.CancelledError:
+            outcome = outcome_of_error(Cancelled(ctx.cancellation.reason or "cancelled"))
+        except Exception as exc:  # a failing tool is a result for the model, not a crash
+            _log.warning(
+                "tool raised",
+                tool=tool.name,
+                agent_id=ctx.agent_id,
+                tool_call_id=ctx.tool_call_id,
+                exc_info=exc,
+            )
+            outcome = outcome_of_error(exc)
+        deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
+
+    def close(self) -> None:
+        """Stop the loop and the pool (tools still running are abandoned)."""
+        if self._closed:
+            return
+        self._closed = True
+
+        async def drain() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(drain(), self._loop).result(timeout=5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            _log.warning("effects did not drain in 5 s")
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,896 @@
+"""The agent loop: one agent's state machine, written once, independent of any runtime.
+
+It takes inputs (`StartRun`, `ModelReplied`, `ToolFinished`, ...) and returns effects (`CallModel`,
+`CallTool`, `RunChild`, `Finish`, ...). A host carries the effects out and feeds their
+completions back as inputs: the pykka actor does it with threads and an asyncio loop, the
+synchronous driver of `actors.testing` does it inline. The loop never blocks and never does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+from pydantic import ValidationError
+
+from actors._agent import Agent, Subagent
+from actors._agent_context import AgentContext
+from actors._cancel import CancellationToken
+from actors._loop_types import (
+    CallModel,
+    CallTool,
+    CancelChild,
+    CancelRun,
+    ChildFinished,
+    Effect,
+    Finish,
+    Input,
+    ModelReplied,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+    Steer,
+    ToolFinished,
+    ToolOutcome,
+)
+from actors._messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from actors._model import Model, ModelRequest
+from actors._outcome import render
+from actors._output import FINAL_RESULT_TOOL, OutputSchema
+from actors._result import RunResult
+from actors._subagent_calls import child_outcome, subagent_definition, validate_task
+from actors._suspension import Answer, Request
+from actors._tools import Tool, describe_validation_error
+from actors._usage import Usage
+from actors.exceptions import (
+    ActorsError,
+    InvalidUpdateError,
+    MaxIterationsExceeded,
+    OutputValidationError,
+    RunError,
+    RunFailedError,
+    ToolRetriesExceeded,
+    UnknownRequestError,
+    UsageLimitExceeded,
+    UserError,
+)
+
+__all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
+
+_log = structlog.get_logger("actors.agent")
+
+LoopStatus = Literal["idle", "running", "suspended"]
+
+NOT_EXECUTED = "Tool call was not executed: {reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLimits:
+    """Limits against runaway agent trees.
+
+    Attributes:
+        max_depth: How deep below the root a child may be (the root is depth 0).
+        max_children: How many children one agent may spawn over its life.
+        max_agents: How many agents one tree may hold at once, the root included.
+    """
+
+    max_depth: int = 5
+    max_children: int = 100
+    max_agents: int = 1000
+
+
+@dataclass(slots=True)
+class _Call:
+    call: ToolCall
+    state: Literal["running", "done", "parked", "applied"] = "running"
+    outcome: ToolOutcome | None = None
+    token: CancellationToken | None = None
+    request: Request | None = None  # the open request of a parked call
+    child_id: str | None = None
+    child_requests: tuple[Request, ...] = ()  # open requests of a parked child
+    approval: bool = False  # parked waiting for the host to approve it
+    unlogged: bool = False  # parked, its `suspended` event not yet written
+    child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
+
+
+@dataclass(slots=True)
+class _Run:
+    run_id: str
+    reply: Any
+    token: CancellationToken
+    start_usage: Usage
+    start_seq: int
+    step: int = 0
+    calls: dict[str, _Call] = field(default_factory=dict)
+    retries: dict[str, int] = field(default_factory=dict)
+    output_retries: int = 0
+    final: tuple[Any] | None = None
+    steering: list[UserMessage] = field(default_factory=list)
+    children_usage: Usage = field(default_factory=Usage)
+    awaiting_model: bool = False
+
+
+class AgentLoop:
+    """The state machine of one agent; it owns the agent's `AgentContext`.
+
+    Args:
+        spec: The agent's spec.
+        context: The context it owns (fresh, or restored from a log).
+        model: The resolved model.
+        tool_context: The static channel handed to every tool and child.
+        depth: How deep below the root this agent is.
+        limits: The tree limits.
+    """
+
+    def __init__(
+        self,
+        spec: Agent[Any],
+        context: AgentContext,
+        *,
+        model: Model,
+        tool_context: Any = None,
+        depth: int = 0,
+        limits: TreeLimits | None = None,
+    ) -> None:
+        self.spec = spec
+        self.ctx = context
+        self.model = model
+        self.tool_context = tool_context
+        self.depth = depth
+        self.limits = limits or TreeLimits()
+        self._tools = spec.tool_map
+        self._subagents = spec.subagent_map
+        self._output = (
+            OutputSchema(spec.output_type)
+            if spec.output_type is not None and spec.output_type is not str
+            else None
+        )
+        self._use_output_tool = self._output is not None and bool(self._tools or self._subagents)
+        self._definitions = tuple(
+            [t.definition for t in self._tools.values()]
+            + [subagent_definition(s) for s in self._subagents.values()]
+            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        )
+        self._run: _Run | None = None
+        self._children_spawned = sum(1 for e in context.events if e.type == "subagent_spawned")
+        self._kept: dict[str, str] = {
+            e.data["name"]: e.data["child_id"]
+            for e in context.events
+            if e.type == "subagent_spawned" and e.data.get("keep")
+        }
+        self._runs = sum(1 for e in context.events if e.type == "turn_start")
+        self.current_tool: str | None = None
+        if context.suspended:
+            self._restore_suspension()
+
+    # -- public state -------------------------------------------------------------------------
+
+    @property
+    def status(self) -> LoopStatus:
+        """``idle``, ``running`` (a model call or tool in flight) or ``suspended``."""
+        if self._run is None:
+            return "idle"
+        if any(c.state == "running" for c in self._run.calls.values()) or self._run.awaiting_model:
+            return "running"
+        return "suspended"
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the run in progress (running or suspended), or None."""
+        return self._run.run_id if self._run else None
+
+    def next_run_id(self) -> str:
+        """A deterministic id for the next run of this agent."""
+        return f"{self.ctx.agent_id}-run-{self._runs + 1}"
+
+    def open_requests(self) -> tuple[Request, ...]:
+        """Every open request of this agent and its descendants, with paths from here."""
+        if self._run is None:
+            return ()
+        out: list[Request] = []
+        for call in self._run.calls.values():
+            if call.state != "parked":
+                continue
+            if call.request is not None:
+                out.append(call.request)
+            out.extend(call.child_requests)
+        return tuple(out)
+
+    def running_children(self) -> list[str]:
+        """Ids of children working (or parked) for the current run."""
+        if self._run is None:
+            return []
+        return [
+            c.child_id
+            for c in self._run.calls.values()
+            if c.child_id and c.state in ("running", "parked")
+        ]
+
+    def fail_now(self, error: RunError) -> list[Effect]:
+        """End the run in progress with ``error`` (used by a host that hit a fault)."""
+        return self._fail(error, reason="error")
+
+    def token_cancel(self, reason: str) -> None:
+        """Set the run's cancellation token (the host is going away)."""
+        if self._run is not None:
+            self._run.token.cancel(reason)
+
+    def begin_delegation(self, agent: Agent[Any], task: str) -> tuple[str | None, str | None]:
+        """Book a child started from inside a tool: returns ``(child_id, None)`` or a refusal."""
+        if self.depth + 1 > self.limits.max_depth:
+            return None, f"max depth {self.limits.max_depth} reached"
+        if self._children_spawned >= self.limits.max_children:
+            return None, f"max children per agent ({self.limits.max_children}) reached"
+        self._children_spawned += 1
+        child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
+        self.ctx.log_event(
+            "subagent_spawned",
+            {
+                "child_id": child_id,
+                "name": agent.name,
+                "agent": agent.name,
+                "task": task,
+                "delegated": True,
+                "keep": False,
+            },
+        )
+        return child_id, None
+
+    def end_delegation(self, child_id: str, status: str, usage: Usage, error: str | None) -> None:
+        """Book the end of a delegated child (its usage joins the run's tree usage)."""
+        if self._run is not None:
+            self._run.children_usage = self._run.children_usage + usage
+        data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
+        if error is not None:
+            data["error"] = error
+        self.ctx.log_event("subagent_finished", data)
+
+    # -- the one entry point -----------------------------------------------------------------
+
+    def handle(self, message: Input) -> list[Effect]:
+        """Take one input and return the effects the host must carry out, in order."""
+        if isinstance(message, StartRun):
+            return self._start(message)
+        if isinstance(message, ModelReplied):
+            return self._on_model(message)
+        if isinstance(message, ToolFinished):
+            return self._on_tool(message.run_id, message.call_id, message.outcome)
+        if isinstance(message, ChildFinished):
+            return self._on_child(message)
+        if isinstance(message, CancelRun):
+            return self._cancel(message.reason)
+        if isinstance(message, ResumeRun):
+            return self._resume(message)
+        if isinstance(message, Steer):
+            return self._steer(message.message)
+        raise TypeError(f"unknown input {message!r}")
+
+    # -- starting ----------------------------------------------------------------------------
+
+    def _start(self, message: StartRun) -> list[Effect]:
+        if self._run is not None:
+            error = UserError(
+                f"agent {self.ctx.agent_id!r} is {self.status} with run {self._run.run_id!r}; "
+                "wait for it to finish, resume or cancel it, or use send() to steer it"
+            )
+            return [Finish(message.reply, error=error)]
+        if not isinstance(message.prompt, str):
+            return [Finish(message.reply, error=UserError("a run's prompt must be a str"))]
+        run_id = message.run_id or self.next_run_id()
+        self._runs += 1
+        ctx = self.ctx
+        self._run = _Run(
+            run_id=run_id,
+            reply=message.reply,
+            token=CancellationToken(),
+            start_usage=ctx.usage,
+            start_seq=len(ctx.events),
+        )
+        ctx.log_event("turn_start", {"run_id": run_id})
+        if not ctx.messages and self.spec.instructions:
+            ctx.add_message(SystemMessage(content=self.spec.instructions))
+        ctx.add_message(UserMessage(content=message.prompt))
+        return self._next_step()
+
+    # -- model steps --------------------------------------------------------------------------
+
+    def _run_usage(self) -> Usage:
+        assert self._run is not None
+        now, start = self.ctx.usage, self._run.start_usage
+        return Usage(
+            requests=now.requests - start.requests,
+            input_tokens=now.input_tokens - start.input_tokens,
+            output_tokens=now.output_tokens - start.output_tokens,
+            tool_calls=now.tool_calls - start.tool_calls,
+        )
+
+    def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
+        limits = self.spec.usage_limits
+        used = self._run_usage()
+        checks = [
+            ("requests", used.requests + (1 if before_request else 0), limits.requests),
+            ("tool_calls", used.tool_calls + new_calls, limits.tool_calls),
+            ("input_tokens", used.input_tokens, limits.input_tokens),
+            ("output_tokens", used.output_tokens, limits.output_tokens),
+            ("total_tokens", used.total_tokens, limits.total_tokens),
+        ]
+        for name, value, limit in checks:
+            if limit is not None and value > limit:
+                return f"usage limit {name}={limit} exceeded ({value})"
+        return None
+
+    def _next_step(self) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        if run.final is not None:
+            return self._complete(run.final[0])
+        if run.steering:
+            for steer in run.steering:
+                ctx.add_message(steer, source="steer")
+            run.steering.clear()
+        if ctx.max_iterations_reached():
+            return self._fail(
+                MaxIterationsExceeded(
+                    f"agent {ctx.agent_id!r} made {ctx.iteration} model requests in this run "
+                    f"(max_iterations={ctx.max_iterations}); raise max_iterations or check the "
+                    "model is not looping"
+                ),
+                reason="limit",
+            )
+        if problem := self._usage_problem(before_request=True):
+            return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
+        run.step += 1
+        run.calls = {}
+        ctx.increment_iteration(step=run.step)
+        ctx.log_event(
+            "request_header",
+            {"model": self.model.name, "settings": dict(self.spec.model_settings)},
+        )
+        run.awaiting_model = True
+        request = ModelRequest(
+            messages=tuple(ctx.model_messages()),
+            tools=self._definitions,
+            settings=self.spec.model_settings,
+            cancellation=run.token,
+            agent_id=ctx.agent_id,
+        )
+        return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
+
+    def _on_model(self, message: ModelReplied) -> list[Effect]:
+        run = self._run
+        if run is None or message.run_id != run.run_id or message.step != run.step:
+            _log.debug("late model reply discarded", agent_id=self.ctx.agent_id)
+            return []
+        if not run.awaiting_model:
+            return []
+        run.awaiting_model = False
+        ctx = self.ctx
+        if message.error is not None or message.response is None:
+            error = message.error or RuntimeError("model returned nothing")
+            ctx.log_event("step_end", {"step": run.step, "error": type(error).__name__})
+            failure = RunFailedError(
+                f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
+            )
+            failure.__cause__ = error
+            return self._fail(failure, reason="error")
+        response = message.response
+        ctx.add_usage(response.usage)
+        reply = response.message
+        ctx.add_message(reply)
+        ctx.log_event(
+            "step_end",
+            {
+                "step": run.step,
+                "finish_reason": response.finish_reason,
+                "model": response.model_name,
+            },
+        )
+        if problem := self._usage_problem(new_calls=len(reply.tool_calls)):
+            return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
+        if not reply.tool_calls:
+            return self._final_text(reply)
+        return self._dispatch(reply.tool_calls)
+
+    def _final_text(self, reply: AssistantMessage) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        if self._output is None:
+            return self._complete(reply.content)
+        if self._use_output_tool:
+            problem = f"Please give the final answer by calling the {FINAL_RESULT_TOOL!r} tool."
+        else:
+            try:
+                return self._complete(self._output.from_text(reply.content))
+            except ValidationError as exc:
+                problem = (
+                    "The answer did not match the required output schema: "
+                    f"{describe_validation_error(exc)}. Reply with valid JSON only."
+                )
+        run.output_retries += 1
+        if run.output_retries > self.spec.output_retries:
+            return self._fail(
+                OutputValidationError(
+                    f"agent {self.ctx.agent_id!r}: the final answer never matched the output "
+                    f"type after {self.spec.output_retries} retries: {problem}"
+                ),
+                reason="error",
+            )
+        self.ctx.add_message(UserMessage(content=problem), source="output_retry")
+        return self._next_step()
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    def _dispatch(self, calls: tuple[ToolCall, ...]) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        effects: list[Effect] = []
+        snapshot = ctx.metadata_snapshot()
+        for call in calls:
+            if call.id in run.calls:
+                # A provider bug; answering the first is all a transcript can hold.
+                _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
+                continue
+            slot = run.calls[call.id] = _Call(call)
+            if run.final is not None:
+                slot.outcome = ToolOutcome(
+                    NOT_EXECUTED.format(reason="a final result was already given"), True
+                )
+                slot.state = "done"
+                continue
+            problem = self._retry_problem(call)
+            if isinstance(problem, ActorsError):
+                return self._fail(problem, reason="error")
+            if problem is not None:
+                slot.outcome, slot.state = ToolOutcome(problem, True), "done"
+                continue
+            if call.name == FINAL_RESULT_TOOL and self._output is not None:
+                run.final = (self._output.from_arguments(call.arguments),)
+                slot.outcome, slot.state = ToolOutcome("Final result processed."), "done"
+            elif call.name in self._subagents:
+                effects.extend(self._start_child(slot, self._subagents[call.name], snapshot))
+            else:
+                tool = self._tools[call.name]
+                if tool.requires_approval:
+                    request = Request(
+                        kind="approval",
+                        prompt=f"Allow the tool {tool.name!r} to run?",
+                        data={"tool": tool.name, "arguments": call.arguments},
+                    )
+                    self._park(slot, request, approval=True)
+                    continue
+                effects.append(self._call_tool(slot, tool, call.arguments, snapshot, None))
+        effects.extend(self._settle())
+        return effects
+
+    def _retry_problem(self, call: ToolCall) -> str | ActorsError | None:
+        """Validate a call; return an error text for the model, or a run-ending error."""
+        run = self._run
+        assert run is not None
+        problem: str | None = None
+        budget = self.spec.tool_retries
+        if call.name == FINAL_RESULT_TOOL and self._output is not None:
+            budget = self.spec.output_retries
+            try:
+                self._output.from_arguments(call.arguments)
+            except ValidationError as exc:
+                problem = f"Invalid final result: {describe_validation_error(exc)}"
+        elif call.name in self._subagents:
+            problem = validate_task(self._subagents[call.name], call.arguments)
+        elif call.name in self._tools:
+            tool = self._tools[call.name]
+            if tool.max_retries is not None:
+                budget = tool.max_retries
+            try:
+                tool.validate(call.arguments)
+            except ValidationError as exc:
+                problem = (
+                    f"Invalid arguments for tool {call.name!r}: {describe_validation_error(exc)}. "
+                    "Fix the arguments and call it again."
+                )
+        else:
+            names = sorted([*self._tools, *self._subagents])
+            if self._output is not None and self._use_output_tool:
+                names.append(FINAL_RESULT_TOOL)
+            problem = f"Unknown tool {call.name!r}. Available tools: {', '.join(names) or 'none'}."
+        if problem is None:
+            return None
+        count = run.retries[call.name] = run.retries.get(call.name, 0) + 1
+        if count > budget:
+            return ToolRetriesExceeded(
+                f"agent {self.ctx.agent_id!r}: tool {call.name!r} failed {count} times in this "
+                f"run (retry budget {budget}): {problem}"
+            )
+        return problem
+
+    def _call_tool(
+        self,
+        slot: _Call,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        snapshot: Mapping[str, Any],
+        answer: Answer | None,
+    ) -> CallTool:
+        run = self._run
+        assert run is not None
+        token = CancellationToken()
+        run.token.on_cancel(token.cancel)
+        slot.token, slot.state = token, "running"
+        timeout = tool.timeout if tool.timeout is not None else self.spec.tool_timeout
+        validated = tool.validate(arguments)
+        self.ctx.add_tool_call(slot.call, **({"resumed": True} if answer is not None else {}))
+        ctx = self.ctx.run_context(
+            slot.call,
+            tool_context=self.tool_context,
+            metadata=snapshot,
+            retry=run.retries.get(tool.name, 0),
+            timeout=timeout,
+            cancellation=token,
+            answer=answer,
+        )
+        self.current_tool = tool.name
+        return CallTool(run.run_id, slot.call, tool, validated, ctx, timeout)
+
+    def _on_tool(self, run_id: str, call_id: str, outcome: ToolOutcome) -> list[Effect]:
+        run = self._run
+        slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
+        if slot is None or slot.state != "running":
+            _log.info(
+                "late tool result discarded", agent_id=self.ctx.agent_id, tool_call_id=call_id
+            )
+            return []
+        if outcome.pending is not None:
+            self._park(slot, outcome.pending)
+        else:
+            slot.outcome, slot.state = outcome, "done"
+        return self._settle()
+
+    def _park(self, slot: _Call, request: Request, *, approval: bool = False) -> None:
+        """Park a call on a request of its own; it is logged when the step settles."""
+        slot.state, slot.request, slot.outcome = "parked", request, None
+        slot.approval, slot.unlogged = approval, True
+
+    def _log_park(self, slot: _Call) -> None:
+        ctx = self.ctx
+        request = slot.request
+        assert request is not None
+        request_id = request.id or f"{ctx.agent_id}-req-{len(ctx.events)}"
+        if request_id in ctx.suspended:
+            request_id = f"{request_id}-{len(ctx.events)}"
+        request = request.model_copy(
+            update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
+        )
+        ctx.log_event(
+            "suspended",
+            {
+                "request": request.model_dump(mode="json"),
+                "tool_call": slot.call.model_dump(mode="json"),
+                "approval": slot.approval,
+            },
+        )
+        slot.request, slot.unlogged = request, False
+
+    def _settle(self) -> list[Effect]:
+        """Once no call is running: apply results in call order, then suspend or go on."""
+        run = self._run
+        assert run is not None
+        calls = run.calls.values()
+        if any(c.state == "running" for c in calls):
+            return []
+        self.current_tool = None
+        ctx = self.ctx
+        # Completions arrive in any order; everything is logged here, in call order.
+        for slot in calls:
+            if slot.child_note is not None:
+                ctx.log_event("subagent_finished", slot.child_note)
+                slot.child_note = None
+            if slot.state == "parked" and slot.unlogged:
+                self._log_park(slot)
+            if slot.state != "done":
+                continue
+            outcome = slot.outcome
+            assert outcome is not None
+            content, is_error = outcome.content, outcome.is_error
+            if outcome.update is not None:
+                try:
+                    ctx.apply_update(outcome.update, source=slot.call.id)
+                except InvalidUpdateError as exc:
+                    content, is_error = f"The tool's context update failed: {exc}", True
+            ctx.add_message(
+                ToolResultMessage(
+                    tool_call_id=slot.call.id,
+                    tool_name=slot.call.name,
+                    content=content,
+                    is_error=is_error,
+                )
+            )
+            slot.state = "applied"
+        if any(c.state == "parked" for c in calls):
+            return [Finish(run.reply, result=self._result("suspended"))]
+        return self._next_step()
+
+    # -- subagents ----------------------------------------------------------------------------
+
+    def _start_child(
+        self, slot: _Call, subagent: Subagent, snapshot: Mapping[str, Any]
+    ) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        kept = self._kept.get(subagent.tool_name) if subagent.keep else None
+        refusal: str | None = None
+        if kept is None:
+            if self.depth + 1 > self.limits.max_depth:
+                refusal = f"max depth {self.limits.max_depth} reached"
+            elif self._children_spawned >= self.limits.max_children:
+                refusal = f"max children per agent ({self.limits.max_children}) reached"
+        if refusal is not None:
+            slot.outcome = ToolOutcome(
+                f"Subagent {subagent.tool_name!r} was not started: {refusal}.", True
+            )
+            slot.state = "done"
+            return []
+        task = str(slot.call.arguments.get("task", ""))
+        if "input" in slot.call.arguments:
+            task = f"{task}\n\nInput:\n{render(slot.call.arguments['input'])}"
+        spawn = kept is None
+        if kept is None:
+            self._children_spawned += 1
+            child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
+            ctx.log_event(
+                "subagent_spawned",
+                {
+                    "child_id": child_id,
+                    "name": subagent.tool_name,
+                    "agent": subagent.agent.name,
+                    "task": task,
+                    "tool_call_id": slot.call.id,
+                    "keep": subagent.keep,
+                },
+            )
+            if subagent.keep:
+                self._kept[subagent.tool_name] = child_id
+        else:
+            child_id = kept
+            ctx.log_event(
+                "subagent_spawned",
+                {
+                    "child_id": child_id,
+                    "name": subagent.tool_name,
+                    "agent": subagent.agent.name,
+                    "task": task,
+                    "tool_call_id": slot.call.id,
+                    "keep": True,
+                    "continued": True,
+                },
+            )
+        ctx.add_tool_call(slot.call, child_id=child_id)
+        slot.state, slot.child_id = "running", child_id
+        self.current_tool = subagent.tool_name
+        return [
+            RunChild(
+                run.run_id,
+                slot.call.id,
+                child_id,
+                subagent,
+                task,
+                # The child's snapshot is the parent's metadata when the step started.
+                snapshot,
+                subagent.timeout,
+                spawn,
+            )
+        ]
+
+    def _on_child(self, message: ChildFinished) -> list[Effect]:
+        run = self._run
+        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
+        if slot is None or slot.child_id != message.child_id or slot.state != "running":
+            _log.info("late child result discarded", child_id=message.child_id)
+            return []
+        assert run is not None
+        result = message.result
+        run.children_usage = run.children_usage + message.tree_usage
+        status = result.status if result is not None else "failed"
+        note: dict[str, Any] = {
+            "child_id": message.child_id,
+            "status": status,
+            "usage": message.tree_usage.model_dump(),
+        }
+        if message.error is not None:
+            note["error"] = f"{type(message.error).__name__}: {message.error}"
+        slot.child_note = note
+        if result is not None and result.status == "suspended":
+            slot.state = "parked"
+            slot.child_requests = tuple(
+                r.model_copy(update={"path": (self.ctx.agent_id, *r.path)}) for r in result.requests
+            )
+            return self._settle()
+        slot.outcome, slot.state = child_outcome(slot.call.name, message), "done"
+        return self._settle()
+
+    # -- suspension ---------------------------------------------------------------------------
+
+    def _restore_suspension(self) -> None:
+        """Rebuild a suspended run from the log (after a restore)."""
+        ctx = self.ctx
+        run_id = ctx.run_id or self.next_run_id()
+        start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+        self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+        for data in ctx.suspended.values():
+            call = ToolCall.model_validate(data["tool_call"])
+            request = Request.model_validate(data["request"])
+            self._run.calls[call.id] = _Call(
+                call, "parked", request=request, approval=bool(data.get("approval"))
+            )
+
+    def _resume(self, message: ResumeRun) -> list[Effect]:
+        run = self._run
+        answers = dict(message.answers)
+        if run is None or self.status != "suspended":
+            error = UnknownRequestError(
+                f"agent {self.ctx.agent_id!r} has no open requests "
+                f"(it is {self.status}); nothing was changed"
+            )
+            return [Finish(message.reply, error=error)]
+        own = {c.request.id: c for c in run.calls.values() if c.state == "parked" and c.request}
+        by_child: dict[str, tuple[_Call, dict[str, Answer]]] = {}
+        for slot in run.calls.values():
+            if slot.state == "parked" and slot.child_id:
+                for request in slot.child_requests:
+                    if request.id in answers:
+                        by_child.setdefault(slot.child_id, (slot, {}))[1][request.id] = answers[
+                            request.id
+                        ]
+        known = set(own) | {rid for _, group in by_child.values() for rid in group}
+        unknown = sorted(set(answers) - known)
+        bad = [rid for rid, answer in answers.items() if not isinstance(answer, Answer)]
+        if unknown or bad or not answers:
+            open_ids = sorted(r.id for r in self.open_requests())
+            detail = (
+                f"unknown or already answered request ids {unknown}"
+                if unknown
+                else (f"answers must be Answer objects ({bad})" if bad else "no answers given")
+            )
+            return [
+                Finish(
+                    message.reply,
+                    error=UnknownRequestError(
+                        f"{detail}; open requests are {open_ids}; nothing was changed"
+                    ),
+                )
+            ]
+        run.reply = message.reply
+        effects: list[Effect] = []
+        snapshot = self.ctx.metadata_snapshot()
+        for request_id, slot in own.items():
+            if request_id not in answers:
+                continue
+            answer = answers[request_id]
+            self.ctx.log_event("resumed", {"request_id": request_id, "ok": answer.ok})
+            slot.request = None
+            effects.extend(self._answered(slot, answer, snapshot))
+        for child_id, (slot, group) in by_child.items():
+            slot.state = "running"
+            slot.child_requests = ()
+            effects.append(ResumeChild(run.run_id, slot.call.id, child_id, group))
+        effects.extend(self._settle())
+        return effects
+
+    def _answered(self, slot: _Call, answer: Answer, snapshot: Mapping[str, Any]) -> list[Effect]:
+        tool = self._tools.get(slot.call.name)
+        if tool is None:  # the spec changed between suspension and answer
+            slot.outcome = ToolOutcome(f"Unknown tool {slot.call.name!r}.", True)
+            slot.state = "done"
+            return []
+        arguments: Mapping[str, Any] = slot.call.arguments
+        if slot.approval:
+            slot.approval = False
+            if not answer.ok:
+                reason = answer.reason or "no reason given"
+                slot.outcome = ToolOutcome(f"Tool call was rejected: {reason}", True)
+                slot.state = "done"
+                return []
+            if answer.arguments is not None:
+                try:
+                    tool.validate(answer.arguments)
+                except ValidationError as exc:
+                    slot.outcome = ToolOutcome(
+                        f"Approved arguments are invalid: {describe_validation_error(exc)}", True
+                    )
+                    slot.state = "done"
+                    return []
+                arguments = answer.arguments
+        return [self._call_tool(slot, tool, arguments, snapshot, answer)]
+
+    # -- steering -----------------------------------------------------------------------------
+
+    def _steer(self, message: UserMessage) -> list[Effect]:
+        if self._run is None:
+            # Idle: the message waits in the transcript; it starts nothing until the next run.
+            self.ctx.add_message(message, source="steer")
+        else:
+            self._run.steering.append(message)
+        return []
+
+    # -- ending -------------------------------------------------------------------------------
+
+    def _result(
+        self, status: Literal["completed", "suspended", "cancelled"], output: Any = None
+    ) -> RunResult[Any]:
+        run = self._run
+        assert run is not None
+        usage = self._run_usage()
+        return RunResult(
+            status=status,
+            output=output,
+            messages=tuple(self.ctx.messages),
+            usage=usage,
+            tree_usage=usage + run.children_usage,
+            metadata=self.ctx.metadata_snapshot(),
+            events=self.ctx.events[run.start_seq :],
+            agent_id=self.ctx.agent_id,
+            run_id=run.run_id,
+            requests=self.open_requests() if status == "suspended" else (),
+        )
+
+    def _complete(self, output: Any) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": "completed"})
+        result = self._result("completed", output)
+        self._run = None
+        return [Finish(run.reply, result=result)]
+
+    def _close_open_calls(self, reason: str) -> list[Effect]:
+        """Give every unanswered call a result, close open requests, stop children."""
+        run = self._run
+        assert run is not None
+        effects: list[Effect] = []
+        for slot in run.calls.values():
+            if slot.child_id and slot.state in ("running", "parked"):
+                effects.append(CancelChild(slot.child_id, reason))
+            if slot.state == "parked" and slot.request is not None:
+                self.ctx.log_event(
+                    "resumed", {"request_id": slot.request.id, "ok": False, "closed": reason}
+                )
+        self.ctx.patch_dangling_tool_calls(lambda call: NOT_EXECUTED.format(reason=reason))
+        run.calls = {}
+        return effects
+
+    def _fail(self, error: ActorsError, reason: str) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        run.token.cancel(reason)
+        effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
+        self.ctx.log_event("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": reason})
+        if isinstance(error, RunError):
+            error.messages = tuple(self.ctx.messages)
+            error.usage = self._run_usage() + run.children_usage
+            error.agent_id = self.ctx.agent_id
+        self._run = None
+        self.current_tool = None
+        return [*effects, Finish(run.reply, error=error)]
+
+    def _cancel(self, reason: str) -> list[Effect]:
+        run = self._run
+        if run is None:
+            return []
+        run.token.cancel(reason)
+        effects = self._close_open_calls(f"the run was cancelled ({reason})")
+        self.ctx.log_event("cancelled", {"run_id": run.run_id, "reason": reason})
+        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": "cancelled"})
+        result = self._result("cancelled")
+        self._run = None
+        self.current_tool = None
+        return [*effects, Finish(run.reply, result=result)]

@@ -1,0 +1,168 @@
+"""The messages an agent's state machine takes, and the effects it asks its host to carry out.
+
+All of them are frozen: pykka hands messages across threads by reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors._agent import Agent, Subagent
+from actors._messages import ToolCall, UserMessage
+from actors._model import ModelRequest, ModelResponse
+from actors._result import RunResult
+from actors._run_context import RunContext
+from actors._suspension import Answer, Request
+from actors._tools import Tool
+from actors._update import ContextUpdate
+from actors._usage import Usage
+from actors.exceptions import ActorsError
+
+__all__ = [
+    "CallModel",
+    "CallTool",
+    "CancelChild",
+    "CancelRun",
+    "ChildFinished",
+    "Effect",
+    "Finish",
+    "Input",
+    "ModelReplied",
+    "ResumeChild",
+    "ResumeRun",
+    "RunChild",
+    "StartRun",
+    "Steer",
+    "ToolFinished",
+    "ToolOutcome",
+]
+
+# -- inputs -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StartRun:
+    prompt: str
+    run_id: str
+    reply: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReplied:
+    run_id: str
+    step: int
+    response: ModelResponse | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What became of one tool call, ready for the model (built off the actor's thread)."""
+
+    content: str
+    is_error: bool = False
+    output: Any = None
+    update: ContextUpdate | None = None
+    pending: Request | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    run_id: str
+    call_id: str
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class ChildFinished:
+    """A child's run ended (or suspended, or failed) for the parent's call ``call_id``."""
+
+    run_id: str
+    call_id: str
+    child_id: str
+    result: RunResult[Any] | None = None
+    error: BaseException | None = None
+    tree_usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    reason: str = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRun:
+    answers: Mapping[str, Answer]
+    reply: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    message: UserMessage
+
+
+Input = StartRun | ModelReplied | ToolFinished | ChildFinished | CancelRun | ResumeRun | Steer
+
+# -- effects ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CallModel:
+    run_id: str
+    step: int
+    request: ModelRequest
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallTool:
+    run_id: str
+    call: ToolCall
+    tool: Tool
+    arguments: Mapping[str, Any]
+    ctx: RunContext[Any]
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunChild:
+    """Start (or, for a kept child, continue) a child agent on a task."""
+
+    run_id: str
+    call_id: str
+    child_id: str
+    subagent: Subagent
+    task: str
+    metadata: Mapping[str, Any]
+    timeout: float
+    spawn: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeChild:
+    run_id: str
+    call_id: str
+    child_id: str
+    answers: Mapping[str, Answer]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelChild:
+    child_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Answer the caller waiting on ``reply`` with a result or an error."""
+
+    reply: Any
+    result: RunResult[Any] | None = None
+    error: ActorsError | None = None
+
+
+Effect = CallModel | CallTool | RunChild | ResumeChild | CancelChild | Finish
+
+_ = Agent  # re-exported for type readers of RunChild

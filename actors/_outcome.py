@@ -1,0 +1,75 @@
+"""Turning what a tool returned (or raised) into a `ToolOutcome` for the model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic_core
+from pydantic import BaseModel
+
+from actors._loop_types import ToolOutcome
+from actors._suspension import Pending
+from actors._tools import ToolResult
+from actors._update import ContextUpdate
+from actors.exceptions import Cancelled, InvalidUpdateError
+
+__all__ = ["LEGACY_UPDATE_KEY", "outcome_of_error", "outcome_of_return", "render"]
+
+LEGACY_UPDATE_KEY = "__update_context__"
+
+
+def render(value: Any) -> str:
+    """Serialize a tool's value for the model: text as is, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError:
+        return repr(value)
+
+
+def outcome_of_return(value: Any) -> ToolOutcome:
+    """Normalize every return shape a tool may use (see `Tool`)."""
+    if isinstance(value, Pending):
+        return ToolOutcome(content="", pending=value.request)
+    if isinstance(value, ToolOutcome):
+        return value
+    update: ContextUpdate | None = None
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], ContextUpdate):
+        value, update = value
+    elif isinstance(value, Mapping) and LEGACY_UPDATE_KEY in value:
+        legacy = value[LEGACY_UPDATE_KEY]
+        if not isinstance(legacy, Mapping):
+            return ToolOutcome(
+                content=f"{LEGACY_UPDATE_KEY} must be a mapping of keys to values",
+                is_error=True,
+            )
+        update = ContextUpdate()
+        try:
+            for key, item in legacy.items():
+                update = update.set(key, item)
+        except InvalidUpdateError as exc:
+            return ToolOutcome(content=f"InvalidUpdateError: {exc}", is_error=True)
+        value = {k: v for k, v in value.items() if k != LEGACY_UPDATE_KEY}
+    if isinstance(value, ToolResult):
+        return ToolOutcome(
+            content=render(value.output),
+            is_error=value.is_error,
+            output=value.output,
+            update=update,
+        )
+    return ToolOutcome(content=render(value), output=value, update=update)
+
+
+def outcome_of_error(exc: BaseException, timeout: float | None = None) -> ToolOutcome:
+    """An error outcome the model can act on: the exception's type and message, no traceback."""
+    if isinstance(exc, TimeoutError) and timeout is not None:
+        return ToolOutcome(content=f"Tool timed out after {timeout:g} s", is_error=True)
+    if isinstance(exc, Cancelled):
+        return ToolOutcome(content=f"Tool was cancelled: {exc.reason}", is_error=True)
+    text = str(exc)
+    name = type(exc).__name__
+    return ToolOutcome(content=f"{name}: {text}" if text else name, is_error=True)

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from actors._agent import Agent
+from actors._result import RunResult
+from actors._runtime import Runtime
+
+__all__ = ["run_sync"]
+
+
+def run_sync(
+    agent: Agent[Any],
+    prompt: str,
+    *,
+    tool_context: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+) -> RunResult[Any]:
+    """Run ``agent`` once on ``prompt`` in a fresh runtime and return the result (for scripts).
+
+    Example:
+        >>> from actors.testing import ScriptedModel
+        >>> run_sync(Agent("echo", model=ScriptedModel(["hello"])), "Say hello").output
+        'hello'
+    """
+    with Runtime() as runtime:
+        ref = runtime.spawn(agent, tool_context=tool_context, metadata=metadata)
+        return ref.run(prompt, timeout=timeout)

@@ -1,0 +1,408 @@
+"""Where agent actors live: `Runtime` spawns them, tracks the tree, and stops them all on exit."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pykka
+import structlog
+
+from actors._actor import AgentActor, Delegate, DelegateReply, ParentReply
+from actors._agent import Agent
+from actors._agent_context import AgentContext
+from actors._events import Clock, Event, system_clock
+from actors._frozen import thaw
+from actors._json import JsonError, json_copy
+from actors._loop import AgentLoop, TreeLimits
+from actors._loop_types import (
+    CallTool,
+    CancelRun,
+    ChildFinished,
+    Finish,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+)
+from actors._model import Model, StreamDelta
+from actors._test_models import TestModel
+from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
+
+if TYPE_CHECKING:
+    from actors._ref import AgentRef, TreeNode
+
+__all__ = ["AgentNode", "Runtime"]
+
+_log = structlog.get_logger("actors.runtime")
+
+ASK_TIMEOUT = 10.0
+
+
+@dataclass(eq=False)
+class AgentNode:
+    """The runtime's record of one agent, live or finished (what ``ref.tree()`` reads)."""
+
+    agent_id: str
+    name: str
+    parent_id: str | None
+    root_id: str
+    depth: int
+    spec: Agent[Any]
+    tool_context: Any
+    ref: pykka.ActorRef[Any] | None = None
+    status: str = "idle"
+    step: int = 0
+    tool: str | None = None
+    keep: bool = False
+    children: list[str] = field(default_factory=list)
+    listeners: list[Callable[[Any], None]] = field(default_factory=list)
+
+    def publish_event(self, event: Event) -> None:
+        for listener in tuple(self.listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not break the agent
+                _log.exception("event listener failed", agent_id=self.agent_id)
+
+    def publish_delta(self, delta: StreamDelta) -> None:
+        self.publish_event(delta)  # type: ignore[arg-type]
+
+    def wants_deltas(self) -> bool:
+        return bool(self.listeners)
+
+    @property
+    def alive(self) -> bool:
+        return self.ref is not None and self.ref.is_alive()
+
+
+class Runtime:
+    """Owns agent actors: spawns them, tracks their tree, stops every one of them on exit.
+
+    Use it as a context manager so no actor outlives it (pykka's threads are not daemons).
+
+    Args:
+        limits: Limits against runaway trees (depth, children per agent, agents per tree).
+        max_tool_threads: Threads for sync tools.
+        clock: Where event timestamps come from.
+
+    Example:
+        >>> from actors import Agent
+        >>> from actors.testing import ScriptedModel
+        >>> with Runtime() as runtime:
+        ...     ref = runtime.spawn(Agent("hello", model=ScriptedModel(["Hi!"])))
+        ...     ref.run("Hello?").output
+        'Hi!'
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: TreeLimits | None = None,
+        max_tool_threads: int = 32,
+        clock: Clock = system_clock,
+    ) -> None:
+        from actors._effects import EffectRunner
+
+        self.limits = limits or TreeLimits()
+        self.clock = clock
+        self.effects = EffectRunner(max_tool_threads)
+        self._nodes: dict[str, AgentNode] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop every agent this runtime started, then the effect threads."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            refs = [n.ref for n in self._nodes.values() if n.ref is not None]
+        for ref in refs:  # stop everything; ask for nothing
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(CancelRun("runtime shutting down"))
+        for ref in reversed(refs):
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                ref.stop(block=True, timeout=timeout)
+        self.effects.close()
+
+    # -- spawning -----------------------------------------------------------------------------
+
+    def _resolve_model(self, spec: Agent[Any]) -> Model:
+        model = spec.model
+        if model is None:
+            return TestModel()
+        assert not isinstance(model, str)  # resolved by the spec
+        return model
+
+    def _unique_id(self, wanted: str) -> str:
+        with self._lock:
+            if wanted not in self._nodes:
+                return wanted
+            n = 2
+            while f"{wanted}-{n}" in self._nodes:
+                n += 1
+            return f"{wanted}-{n}"
+
+    def spawn(
+        self,
+        agent: Agent[Any],
+        *,
+        tool_context: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+    ) -> AgentRef:
+        """Start a root agent actor for ``agent`` and return a handle to it.
+
+        Args:
+            agent: The spec.
+            tool_context: The static channel for every tool and descendant: a mapping, a frozen
+                dataclass or pydantic model. Never stored or logged.
+            metadata: The agent's initial metadata (plain JSON).
+            agent_id: The agent's id; the spec's name by default (made unique in this runtime).
+
+        Raises:
+            UserError: the runtime is shut down, or the metadata is not plain JSON.
+        """
+        if self._closed:
+            raise UserError("this runtime is shut down; create a new Runtime")
+        if not isinstance(agent, Agent):
+            raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
+        try:
+            initial = json_copy(dict(metadata or {}), "metadata")
+        except JsonError as exc:
+            raise UserError(f"{exc}; metadata must be plain JSON") from None
+        agent_id = self._unique_id(agent_id or agent.name)
+        context = AgentContext(
+            agent_id,
+            name=agent.name,
+            metadata=initial,
+            max_iterations=agent.max_iterations,
+            clock=self.clock,
+        )
+        node = AgentNode(agent_id, agent.name, None, agent_id, 0, agent, tool_context)
+        self._start(node, context)
+        from actors._ref import AgentRef
+
+        return AgentRef(self, node)
+
+    def _start(self, node: AgentNode, context: AgentContext) -> None:
+        loop = AgentLoop(
+            node.spec,
+            context,
+            model=self._resolve_model(node.spec),
+            tool_context=node.tool_context,
+            depth=node.depth,
+            limits=self.limits,
+        )
+        node.status = loop.status
+        with self._lock:
+            self._nodes[node.agent_id] = node
+        node.ref = AgentActor.start(self, node, loop)
+
+    def node(self, agent_id: str) -> AgentNode:
+        """The record of an agent of this runtime."""
+        with self._lock:
+            try:
+                return self._nodes[agent_id]
+            except KeyError:
+                raise UserError(f"no agent {agent_id!r} in this runtime") from None
+
+    def nodes(self) -> list[AgentNode]:
+        """Every agent record, in spawn order."""
+        with self._lock:
+            return list(self._nodes.values())
+
+    def tree_of(self, agent_id: str) -> TreeNode:
+        """The hierarchy under ``agent_id`` as it stands now."""
+        from actors._ref import TreeNode
+
+        node = self.node(agent_id)
+        with self._lock:
+            children = [self._nodes[c] for c in node.children if c in self._nodes]
+        return TreeNode(
+            node.agent_id,
+            node.name,
+            node.parent_id,
+            node.status,
+            node.step,
+            node.tool,
+            tuple(self.tree_of(child.agent_id) for child in children),
+        )
+
+    def live_agents(self) -> int:
+        """How many agent actors are running."""
+        return sum(1 for n in self.nodes() if n.alive)
+
+    # -- children -----------------------------------------------------------------------------
+
+    def _tree_size(self, root_id: str) -> int:
+        return sum(1 for n in self.nodes() if n.root_id == root_id and n.alive)
+
+    def run_child(
+        self, parent: AgentNode, parent_ref: pykka.ActorRef[Any], effect: RunChild
+    ) -> None:
+        """Carry out a parent's `RunChild`: spawn (or reuse) the child, start its run."""
+        reply = ParentReply(parent_ref, effect.run_id, effect.call_id, effect.child_id)
+        if effect.spawn:
+            if self._tree_size(parent.root_id) >= self.limits.max_agents:
+                error: Exception = UserError(
+                    f"max agents in one tree ({self.limits.max_agents}) reached"
+                )
+                parent_ref.tell(
+                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+                )
+                return
+            child = self._spawn_child(
+                parent, effect.child_id, effect.subagent.agent, effect.metadata
+            )
+            child.keep = effect.subagent.keep
+        else:
+            child = self.node(effect.child_id)
+            if not child.alive:
+                error = AgentStoppedError(f"kept child {effect.child_id!r} is no longer running")
+                parent_ref.tell(
+                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+                )
+                return
+        assert child.ref is not None
+        child.ref.tell(StartRun(effect.task, "", reply))
+        self._arm_timeout(child, reply, effect.timeout)
+
+    def _spawn_child(
+        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+    ) -> AgentNode:
+        context = AgentContext(
+            child_id,
+            name=spec.name,
+            parent_id=parent.agent_id,
+            # A deep copy: nothing the child does reaches the parent's metadata.
+            metadata=thaw(metadata),
+            max_iterations=spec.max_iterations,
+            clock=self.clock,
+        )
+        child = AgentNode(
+            child_id,
+            spec.name,
+            parent.agent_id,
+            parent.root_id,
+            parent.depth + 1,
+            spec,
+            parent.tool_context,  # forwarded unchanged: the same object
+        )
+        with self._lock:
+            parent.children.append(child_id)
+        self._start(child, context)
+        return child
+
+    def _arm_timeout(self, child: AgentNode, reply: ParentReply, timeout: float) -> None:
+        def expire() -> None:
+            if child.status not in ("running",) or not child.alive:
+                return
+            assert child.ref is not None
+            error = RunTimeoutError(f"subagent {child.agent_id!r} timed out after {timeout:g} s")
+            reply.parent.tell(
+                ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
+            )
+            child.ref.tell(CancelRun(f"timed out after {timeout:g} s"))
+
+        self.effects.call_later(timeout, expire)
+
+    def resume_child(self, parent_ref: pykka.ActorRef[Any], effect: ResumeChild) -> None:
+        """Route answers down to a suspended child."""
+        child = self.node(effect.child_id)
+        reply = ParentReply(parent_ref, effect.run_id, effect.call_id, effect.child_id)
+        if child.ref is None or not child.alive:
+            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
+            parent_ref.tell(
+                ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+            )
+            return
+        child.ref.tell(ResumeRun(effect.answers, reply))
+
+    def child_done(self, child: AgentNode, effect: Finish) -> None:
+        """A child answered its parent: stop it unless it is kept or waits on a request."""
+        if effect.result is not None and effect.result.status == "suspended":
+            return
+        if effect.error is None and effect.result is not None:
+            child.status = "finished" if effect.result.status == "completed" else "cancelled"
+        else:
+            child.status = "failed"
+        if not child.keep and child.ref is not None:
+            self._stop_subtree(child, block=False)
+
+    def cancel_agent(self, agent_id: str, reason: str) -> None:
+        """Cancel an agent's run (and, through it, its descendants')."""
+        node = self.node(agent_id)
+        if node.ref is not None and node.alive:
+            node.ref.tell(CancelRun(reason))
+
+    def _stop_subtree(self, node: AgentNode, *, block: bool) -> None:
+        for child_id in list(node.children):
+            child = self._nodes.get(child_id)
+            if child is not None and child.alive:
+                self._stop_subtree(child, block=block)
+        if node.ref is not None and node.alive:
+            status = node.status
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                node.ref.stop(block=block, timeout=ASK_TIMEOUT if block else None)
+            node.status = status if status in ("finished", "failed", "cancelled") else "stopped"
+
+    def stop_agent(self, agent_id: str) -> None:
+        """Stop an agent and all its descendants."""
+        self._stop_subtree(self.node(agent_id), block=True)
+
+    def forget(self, node: AgentNode) -> None:
+        """Called by an actor as it stops."""
+
+    def persist(self, node: AgentNode) -> None:
+        """Make the agent's events durable before its result is reported (no store: nothing)."""
+
+    # -- delegation from tools ----------------------------------------------------------------
+
+    def delegator_for(self, node: AgentNode, effect: CallTool) -> Callable[..., Any]:
+        """The function behind ``ctx.delegate`` for a tool call of ``node``."""
+
+        def delegate(
+            agent: Agent[Any], task: str, /, *, timeout: float = 300.0, metadata: Any = None
+        ) -> Any:
+            if not isinstance(agent, Agent):
+                raise UserError(f"delegate() takes an Agent spec, got {type(agent).__name__}")
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            assert node.ref is not None
+            node.ref.tell(Delegate(agent, task, future, effect.ctx.metadata, timeout))
+            try:
+                return future.result(timeout=timeout + 5)
+            except concurrent.futures.TimeoutError:
+                raise RunError(
+                    f"delegated agent {agent.name!r} did not answer in {timeout:g} s"
+                ) from None
+
+        return delegate
+
+    def start_delegation(
+        self, parent: AgentNode, parent_ref: pykka.ActorRef[Any], loop: AgentLoop, message: Delegate
+    ) -> None:
+        """Spawn a child for a tool's ``ctx.delegate`` call."""
+        child_id, refusal = loop.begin_delegation(message.agent, message.task)
+        if refusal is None and self._tree_size(parent.root_id) >= self.limits.max_agents:
+            refusal = f"max agents in one tree ({self.limits.max_agents}) reached"
+        if child_id is None or refusal is not None:
+            message.future.set_exception(UserError(f"delegation refused: {refusal}"))
+            return
+        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        reply = DelegateReply(parent_ref, child_id, message.future)
+        assert child.ref is not None
+        child.ref.tell(StartRun(message.task, "", reply))

@@ -1,0 +1,213 @@
+"""Driving an agent's state machine on the calling thread: no actors, no threads, no timers.
+
+The same `AgentLoop` that runs inside a pykka actor runs here, with its effects carried out
+inline and in order. Tests use it to check the loop itself, and to check that the actor
+produces the same log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from actors._agent import Agent
+from actors._agent_context import AgentContext
+from actors._events import Clock, system_clock
+from actors._frozen import thaw
+from actors._loop import AgentLoop, TreeLimits
+from actors._loop_types import (
+    CallModel,
+    CallTool,
+    CancelChild,
+    CancelRun,
+    ChildFinished,
+    Effect,
+    Finish,
+    Input,
+    ModelReplied,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+    Steer,
+    ToolFinished,
+)
+from actors._messages import UserMessage
+from actors._outcome import outcome_of_error, outcome_of_return
+from actors._result import RunResult
+from actors._suspension import Answer
+from actors._test_models import TestModel
+from actors.exceptions import ActorsError
+
+__all__ = ["SyncDriver"]
+
+
+class SyncDriver:
+    """Runs one agent (and its subagents) synchronously on the calling thread.
+
+    Tool timeouts are not enforced here (nothing runs concurrently to enforce them); everything
+    else — validation, retries, limits, updates, suspension, subagents — behaves as in a
+    `Runtime`.
+
+    Args:
+        agent: The spec.
+        tool_context: The static channel.
+        metadata: The initial metadata.
+        agent_id: The agent's id (the spec's name by default).
+        clock: Where timestamps come from.
+        limits: Tree limits.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        tool_context: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        clock: Clock = system_clock,
+        limits: TreeLimits | None = None,
+        _parent_id: str | None = None,
+        _depth: int = 0,
+    ) -> None:
+        self.context = AgentContext(
+            agent_id or agent.name,
+            name=agent.name,
+            parent_id=_parent_id,
+            metadata=metadata,
+            max_iterations=agent.max_iterations,
+            clock=clock,
+        )
+        model = agent.model if agent.model is not None else TestModel()
+        assert not isinstance(model, str)
+        self.loop = AgentLoop(
+            agent,
+            self.context,
+            model=model,
+            tool_context=tool_context,
+            depth=_depth,
+            limits=limits,
+        )
+        self._tool_context = tool_context
+        self._clock = clock
+        self._limits = limits
+        self._children: dict[str, SyncDriver] = {}
+        self._queue: deque[Input] = deque()
+        self._outcome: tuple[RunResult[Any] | None, ActorsError | None] | None = None
+
+    @property
+    def children(self) -> dict[str, SyncDriver]:
+        """The drivers of the subagents started so far, by id."""
+        return dict(self._children)
+
+    def run(self, prompt: str) -> RunResult[Any]:
+        """Run on ``prompt`` to completion (or suspension); raise the run's error if it fails."""
+        return self._drive(StartRun(prompt, "", reply="host"))
+
+    def resume(self, answers: Mapping[str, Answer]) -> RunResult[Any]:
+        """Answer open requests and drive the run on."""
+        return self._drive(ResumeRun(dict(answers), reply="host"))
+
+    def send(self, message: str) -> None:
+        """Steer (see `AgentRef.send`)."""
+        self._pump(Steer(UserMessage(content=message)))
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Cancel the run in progress."""
+        self._pump(CancelRun(reason))
+
+    def _drive(self, first: Input) -> RunResult[Any]:
+        self._outcome = None
+        self._pump(first)
+        assert self._outcome is not None, "the run neither finished nor suspended"
+        result, error = self._outcome
+        if error is not None:
+            raise error
+        assert result is not None
+        return result
+
+    def _pump(self, first: Input) -> None:
+        self._queue.append(first)
+        while self._queue:
+            for effect in self.loop.handle(self._queue.popleft()):
+                self._carry_out(effect)
+
+    def _carry_out(self, effect: Effect) -> None:
+        if isinstance(effect, CallModel):
+            self._queue.append(self._call_model(effect))
+        elif isinstance(effect, CallTool):
+            self._queue.append(self._call_tool(effect))
+        elif isinstance(effect, RunChild):
+            self._queue.append(self._run_child(effect))
+        elif isinstance(effect, ResumeChild):
+            child = self._children[effect.child_id]
+            self._queue.append(self._child_result(effect, lambda: child.resume(effect.answers)))
+        elif isinstance(effect, CancelChild):
+            if effect.child_id in self._children:
+                self._children[effect.child_id].cancel(effect.reason)
+        elif isinstance(effect, Finish) and effect.reply == "host":
+            self._outcome = (effect.result, effect.error)
+
+    def _call_model(self, effect: CallModel) -> ModelReplied:
+        async def ask() -> Any:
+            return await asyncio.wait_for(self.loop.model.request(effect.request), effect.timeout)
+
+        try:
+            response = asyncio.run(ask())
+        except Exception as exc:
+            return ModelReplied(effect.run_id, effect.step, error=exc)
+        return ModelReplied(effect.run_id, effect.step, response=response)
+
+    def _call_tool(self, effect: CallTool) -> ToolFinished:
+        try:
+            value = effect.tool.invoke(effect.ctx, effect.arguments)
+            if inspect.isawaitable(value):
+
+                async def wait() -> Any:
+                    return await value
+
+                value = asyncio.run(wait())
+            outcome = outcome_of_return(value)
+        except Exception as exc:
+            outcome = outcome_of_error(exc)
+        return ToolFinished(effect.run_id, effect.call.id, outcome)
+
+    def _run_child(self, effect: RunChild) -> ChildFinished:
+        child = self._children.get(effect.child_id)
+        if child is None:
+            child = SyncDriver(
+                effect.subagent.agent,
+                tool_context=self._tool_context,
+                metadata=thaw(effect.metadata),
+                agent_id=effect.child_id,
+                clock=self._clock,
+                limits=self._limits,
+                _parent_id=self.context.agent_id,
+                _depth=self.loop.depth + 1,
+            )
+            self._children[effect.child_id] = child
+        return self._child_result(effect, lambda: child.run(effect.task))
+
+    @staticmethod
+    def _child_result(effect: RunChild | ResumeChild, work: Any) -> ChildFinished:
+        try:
+            result = work()
+        except ActorsError as exc:
+            usage = getattr(exc, "usage", None)
+            return ChildFinished(
+                effect.run_id, effect.call_id, effect.child_id, error=exc, **_usage(usage)
+            )
+        return ChildFinished(
+            effect.run_id,
+            effect.call_id,
+            effect.child_id,
+            result=result,
+            tree_usage=result.tree_usage,
+        )
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    return {"tree_usage": usage} if usage is not None else {}

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast, get_origin, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from actors._docstrings import parse_docstring
+from actors._model import ToolDefinition
+from actors._run_context import RunContext
+from actors.exceptions import ToolDefinitionError
+
+__all__ = ["Tool", "ToolResult", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool's result with an explicit error flag.
+
+    Return ``ToolResult("no such file", is_error=True)`` to tell the model the call failed
+    without raising.
+    """
+
+    output: Any
+    is_error: bool = False
+
+
+def _takes_ctx(annotation: Any) -> bool:
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model can call.
+
+    Build one with `tool` (a decorator) or `Tool.from_function`. The function may be sync or
+    async; its first parameter may be a `RunContext`; the other parameters are the tool's
+    arguments, validated by pydantic from their type hints. The model sees a JSON schema built
+    from the hints and the Google-style docstring (its summary and ``Args:`` descriptions).
+
+    A tool may return a value (serialized for the model), ``(value, ContextUpdate)``, a
+    `ToolResult`, a `Pending` (to wait for the host), or — legacy, for code written for the
+    seeds — a dict with an ``__update_context__`` mapping, which becomes ``set`` operations.
+
+    Attributes:
+        name: The name the model calls it by.
+        description: What the model reads about it.
+        function: The wrapped function.
+        parameters: The JSON schema of its arguments.
+        takes_ctx: Whether the function's first parameter is a `RunContext`.
+        is_async: Whether the function is a coroutine function.
+        max_retries: How many times in one run its arguments may fail validation before the run
+            fails; None uses the agent's ``tool_retries``.
+        timeout: Seconds before a call is abandoned; None uses the agent's ``tool_timeout``.
+        requires_approval: Whether a call must be approved by the host before it runs.
+    """
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    args_model: type[BaseModel] = field(repr=False)
+    parameters: dict[str, Any] = field(repr=False)
+    takes_ctx: bool = False
+    is_async: bool = False
+    max_retries: int | None = None
+    timeout: float | None = None
+    requires_approval: bool = False
+
+    @classmethod
+    def from_function(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        requires_approval: bool = False,
+    ) -> Tool:
+        """Make a tool of ``function``.
+
+        Args:
+            function: A sync or async function; its first parameter may be a `RunContext`.
+            name: The tool's name; the function's name by default.
+            description: What the model reads; the docstring's summary by default.
+            max_retries: The validation retry budget (default: the agent's ``tool_retries``).
+            timeout: Seconds before a call is abandoned (default: the agent's ``tool_timeout``).
+            requires_approval: Hold every call until the host approves it.
+
+        Raises:
+            ToolDefinitionError: the function cannot become a tool (e.g. ``*args``, or a hint
+                pydantic cannot validate).
+        """
+        if not callable(function):
+            raise ToolDefinitionError(f"a tool wraps a function, got {function!r}")
+        tool_name = name or getattr(function, "__name__", None)
+        if not tool_name or not tool_name.replace("_", "a").replace("-", "a").isalnum():
+            raise ToolDefinitionError(
+                f"tool name {tool_name!r} must be letters, digits, '_' or '-'; pass name=..."
+            )
+        if timeout is not None and timeout <= 0:
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: timeout must be positive, got {timeout}"
+            )
+        summary, arg_docs = parse_docstring(inspect.getdoc(function))
+        signature = inspect.signature(function)
+        try:
+            hints = get_type_hints(function, include_extras=True)
+        except Exception as exc:  # a hint naming an undefined type: say which tool
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: cannot read its type hints: {exc}"
+            ) from exc
+        params = list(signature.parameters.values())
+        takes_ctx = bool(params) and _takes_ctx(hints.get(params[0].name, params[0].annotation))
+        fields: dict[str, Any] = {}
+        for index, param in enumerate(params):
+            if index == 0 and takes_ctx:
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: *{param.name} cannot be described to a model; "
+                    "name each argument"
+                )
+            if _takes_ctx(hints.get(param.name)):
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: the RunContext must be the first parameter"
+                )
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (
+                annotation,
+                Field(default=default, description=arg_docs.get(param.name)),
+            )
+        try:
+            args_model = create_model(
+                f"{tool_name}_arguments",
+                __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+                **fields,
+            )
+            schema = args_model.model_json_schema()
+        except Exception as exc:  # pydantic's schema errors have many types
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: its arguments cannot be described as JSON: {exc}"
+            ) from exc
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return cls(
+            name=tool_name,
+            description=description if description is not None else summary,
+            function=function,
+            args_model=cast(type[BaseModel], args_model),
+            parameters=schema,
+            takes_ctx=takes_ctx,
+            is_async=inspect.iscoroutinefunction(function),
+            max_retries=max_retries,
+            timeout=timeout,
+            requires_approval=requires_approval,
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The tool as the model sees it."""
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate the model's arguments; returns them as keyword arguments.
+
+        Raises:
+            pydantic.ValidationError: the arguments do not fit the function's hints.
+        """
+        model = self.args_model.model_validate(dict(arguments))
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def invoke(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
+        """Call the function with validated ``arguments`` (returns an awaitable if async)."""
+        if self.takes_ctx:
+            return self.function(ctx, **arguments)
+        return self.function(**arguments)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """A compact, model-readable account of what was wrong with the arguments."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    requires_approval: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    requires_approval: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function into a `Tool`; use bare (``@tool``) or with options (``@tool(...)``).
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.
+        ...
+        ...     Args:
+        ...         a: The first.
+        ...         b: The second.
+        ...     '''
+        ...     return a + b
+        >>> add.definition.parameters["properties"]["a"]
+        {'description': 'The first.', 'type': 'integer'}
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            fn,
+            name=name,
+            description=description,
+            max_retries=max_retries,
+            timeout=timeout,
+            requires_approval=requires_approval,
+        )
+
+    if function is not None:
+        return wrap(function)
+    return wrap
+
+
+ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]

@@ -1,0 +1,27 @@
+"""Test doubles and helpers: run agents offline, reproducibly, with no network.
+
+- `ScriptedModel`: a fixed list of replies; records the requests it saw.
+- `FunctionModel`: replies computed by a function of the messages and tools.
+- `TestModel`: calls every tool once with schema-made arguments, then answers.
+- `call`: a tool call for a script.
+- `FakeClock`: timestamps that advance only when told to.
+- `SyncDriver`: drives an agent's state machine on the calling thread (no actors, no threads).
+- `allow_model_requests`: switch real (network) model requests off for a test suite.
+"""
+
+from actors._model import allow_model_requests, model_requests_allowed
+from actors._sync_driver import SyncDriver
+from actors._test_models import FunctionModel, Reply, ScriptedModel, TestModel, call
+from actors._testing_clock import FakeClock
+
+__all__ = [
+    "FakeClock",
+    "FunctionModel",
+    "Reply",
+    "ScriptedModel",
+    "SyncDriver",
+    "TestModel",
+    "allow_model_requests",
+    "call",
+    "model_requests_allowed",
+]
