@@ -17,6 +17,7 @@ from actors._events import (
     system_clock,
 )
 from actors._frozen import freeze
+from actors._json import JsonError, json_copy
 from actors._messages import (
     AssistantMessage,
     Message,
@@ -37,6 +38,8 @@ __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
 _log = structlog.get_logger("actors.context")
 
 INTERRUPTED_NOT_STARTED = "Tool call was interrupted and not executed. Please retry if needed."
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 
 _TYPE_OF_ROLE = {
     "system": "system_message",
@@ -93,6 +96,16 @@ class AgentContext:
             raise UserError(f"agent_id must be a non-empty string, got {agent_id!r}")
         if not isinstance(max_iterations, int) or max_iterations < 1:
             raise UserError(f"max_iterations must be a positive int, got {max_iterations!r}")
+        for label, value in (("name", name), ("parent_id", parent_id)):
+            if value is not None and not isinstance(value, str):
+                raise UserError(f"{label} must be a string or None, got {value!r}")
+        _check_prompt(system_prompt)
+        if not callable(clock):
+            raise UserError(f"clock must be a function returning a datetime, got {clock!r}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise UserError(
+                f"metadata must be a mapping of str keys to JSON values, got {metadata!r}"
+            )
         self.agent_id = agent_id
         self.name = name or agent_id
         self.parent_id = parent_id
@@ -198,6 +211,8 @@ class AgentContext:
 
     def subscribe(self, listener: EventListener) -> Callable[[], None]:
         """Call ``listener(event)`` after each event is appended; returns an unsubscribe."""
+        if not callable(listener):
+            raise UserError(f"a listener is a function taking an Event, got {listener!r}")
         self._listeners.append(listener)
 
         def unsubscribe() -> None:
@@ -216,8 +231,11 @@ class AgentContext:
         message: Message | None = None,
         update: ContextUpdate | None = None,
     ) -> Event:
+        now = self._clock()
+        if not isinstance(now, datetime):
+            raise UserError(f"the context's clock must return a datetime, got {now!r}")
         event = Event.model_construct(
-            seq=len(self._events), type=event_type, data=data, created_at=self._clock()
+            seq=len(self._events), type=event_type, data=data, created_at=now
         )
         self._apply(event, message=message, update=update)
         self._events.append(event)
@@ -265,7 +283,8 @@ class AgentContext:
         elif kind == "step_start":
             self._iteration = int(data.get("iteration", self._iteration + 1))
         elif kind == "suspended":
-            self._suspended[data["request"]["id"]] = data
+            request_id, _ = data["request"]["id"], data["tool_call"]["id"]
+            self._suspended[request_id] = data
         elif kind == "resumed":
             self._suspended.pop(data.get("request_id", ""), None)
 
@@ -286,13 +305,12 @@ class AgentContext:
             source: Marks injected context (e.g. ``"memory"``); recorded in the event's data,
                 not in the projected message.
         """
-        if not isinstance(
-            message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
-        ):
+        if not isinstance(message, _MESSAGE_TYPES):
             raise UserError(
                 f"add_message takes a message (UserMessage, AssistantMessage, ...), "
                 f"got {type(message).__name__}"
             )
+        _check_source(source)
         data = message.model_dump(mode="json")
         if source is not None:
             data["source"] = source
@@ -302,16 +320,17 @@ class AgentContext:
         """Append several messages, in order."""
         batch = list(messages)
         for message in batch:  # validate all first: a bad one leaves the context unchanged
-            if not isinstance(
-                message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
-            ):
+            if not isinstance(message, _MESSAGE_TYPES):
                 raise UserError(f"add_messages takes messages, got {type(message).__name__}")
+        _check_source(source)
         return [self.add_message(message, source) for message in batch]
 
     def add_tool_call(self, call: ToolCall, **data: Any) -> Event:
         """Record that a tool call is being executed (counts toward ``usage.tool_calls``)."""
-        payload = {"tool_call_id": call.id, "name": call.name, "arguments": call.arguments}
-        payload.update(data)
+        if not isinstance(call, ToolCall):
+            raise UserError(f"add_tool_call takes a ToolCall, got {type(call).__name__}")
+        payload = {**_plain(data, "tool_call data"), "tool_call_id": call.id, "name": call.name}
+        payload["arguments"] = json_copy(call.arguments)
         return self._append("tool_call", payload)
 
     def add_usage(self, usage: Usage) -> Event | None:
@@ -328,6 +347,8 @@ class AgentContext:
         Surface types are refused with a warning and the context is unchanged: messages enter
         through `add_message`.
         """
+        if not isinstance(event_type, str):
+            raise UserError(f"an event type is a string, got {event_type!r}")
         if event_type in SURFACE_TYPES or event_type == REPLACE:
             _log.warning(
                 "log_event refused a message event; use add_message", event_type=event_type
@@ -338,7 +359,15 @@ class AgentContext:
                 f"unknown event type {event_type!r}: framework types are "
                 f"{sorted(BOOKKEEPING_TYPES)}; user types are namespaced, such as 'app.note'"
             )
-        return self._append(event_type, dict(data or {}))
+        payload = _plain(data or {}, f"the data of event {event_type!r}")
+        try:
+            return self._append(event_type, payload)
+        except (KeyError, TypeError, ValueError) as exc:
+            # _apply folds before the event is stored, so a payload it cannot read changes nothing.
+            raise UserError(
+                f"event {event_type!r} has a malformed payload ({exc!r}); "
+                "framework events carry the fields the framework writes"
+            ) from None
 
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
@@ -350,6 +379,7 @@ class AgentContext:
         """
         if not isinstance(update, ContextUpdate):
             raise InvalidUpdateError(f"expected a ContextUpdate, got {type(update).__name__}")
+        _check_source(source)
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
@@ -378,12 +408,13 @@ class AgentContext:
         position and the first shadowed message's ``created_at``. A range outside the transcript
         does nothing but log a warning.
         """
-        if not isinstance(
-            message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
-        ):
+        if not isinstance(message, _MESSAGE_TYPES):
             raise UserError(f"replacement must be a message, got {type(message).__name__}")
+        for label, value in (("first", first), ("last", last)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise UserError(f"{label} must be an int message position, got {value!r}")
         size = len(self._entries)
-        if not (isinstance(first, int) and isinstance(last, int) and 0 <= first <= last < size):
+        if not 0 <= first <= last < size:
             _log.warning(
                 "replace outside the transcript ignored", first=first, last=last, size=size
             )
@@ -393,11 +424,13 @@ class AgentContext:
 
     def set_system_prompt(self, prompt: str | None) -> None:
         """Set (or, with None, clear) the system-prompt overlay. Never logged."""
+        _check_prompt(prompt)
         self._system_prompt = prompt
 
     def increment_iteration(self, **data: Any) -> Event:
         """Count one more model request of this run (a ``step_start`` event)."""
-        return self._append("step_start", {"iteration": self._iteration + 1, **data})
+        payload = _plain(data, "step_start data")
+        return self._append("step_start", {**payload, "iteration": self._iteration + 1})
 
     def dangling_tool_calls(self) -> list[ToolCall]:
         """Tool calls of the transcript that have no result and are not suspended."""
@@ -423,14 +456,17 @@ class AgentContext:
             The calls that were patched.
         """
         dangling = self.dangling_tool_calls()
-        for call in dangling:
-            text = content(call) if content else INTERRUPTED_NOT_STARTED
-            self.add_message(
-                ToolResultMessage(
-                    tool_call_id=call.id, tool_name=call.name, content=text, is_error=True
-                ),
-                source="recovery",
+        # Build every result before adding any: a failing ``content`` leaves the context as it was.
+        results = [
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=content(call) if content else INTERRUPTED_NOT_STARTED,
+                is_error=True,
             )
+            for call in dangling
+        ]
+        self.add_messages(results, source="recovery")
         return dangling
 
     # -- tools ------------------------------------------------------------------------------
@@ -464,6 +500,8 @@ class AgentContext:
             answer: The answer when the call resumes a suspension.
             delegator: How the tool hands tasks to child agents (set by the runtime).
         """
+        if not isinstance(call, ToolCall):
+            raise UserError(f"run_context takes a ToolCall, got {type(call).__name__}")
         return RunContext(
             tool_context=tool_context if tool_context is not None else freeze({}),
             metadata=metadata if metadata is not None else self.metadata_snapshot(),
@@ -494,7 +532,11 @@ class AgentContext:
         system_prompt: str | None = None,
         clock: Clock = system_clock,
     ) -> AgentContext:
-        """Rebuild a context by folding ``events`` (already validated) from scratch."""
+        """Rebuild a context by folding ``events`` from scratch.
+
+        Raises:
+            UserError: an item is not an `Event`, or an event's payload cannot be folded.
+        """
         ctx = cls(
             agent_id,
             name=name,
@@ -503,8 +545,15 @@ class AgentContext:
             system_prompt=system_prompt,
             clock=clock,
         )
-        for event in events:
-            ctx._apply(event)
+        for index, event in enumerate(events):
+            if not isinstance(event, Event):
+                raise UserError(f"from_events takes Events, got {type(event).__name__} at {index}")
+            try:
+                ctx._apply(event)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise UserError(
+                    f"event {index} ({event.type}) has a malformed payload: {exc!r}"
+                ) from None
             ctx._events.append(event)
         return ctx
 
@@ -530,6 +579,26 @@ class AgentContext:
             f"<AgentContext {self.agent_id!r} messages={len(self._entries)} "
             f"events={len(self._events)} iteration={self._iteration}>"
         )
+
+
+def _check_source(source: object) -> None:
+    if source is not None and not isinstance(source, str):
+        raise UserError(f"source must be a string such as 'memory', or None; got {source!r}")
+
+
+def _check_prompt(prompt: object) -> None:
+    if prompt is not None and not isinstance(prompt, str):
+        raise UserError(f"the system prompt must be a string or None, got {prompt!r}")
+
+
+def _plain(data: object, what: str) -> dict[str, Any]:
+    """A JSON copy of event data, so the log never holds a caller's objects."""
+    if not isinstance(data, Mapping):
+        raise UserError(f"{what} must be a mapping, got {data!r}")
+    try:
+        return json_copy(data, what)  # type: ignore[no-any-return]
+    except JsonError as exc:
+        raise UserError(f"{exc}; event data is plain JSON (dict, list, str, numbers)") from None
 
 
 def _message_of(data: Mapping[str, Any]) -> Message:

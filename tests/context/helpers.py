@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from actors import (
     AssistantMessage,
+    ContextUpdate,
     Message,
     SystemMessage,
     ToolCall,
@@ -77,3 +79,63 @@ messages: st.SearchStrategy[Message] = st.one_of(
         is_error=st.booleans(),
     ),
 )
+
+# -- ContextUpdate operations and a reference model of their meaning ------------------------
+
+
+class RefError(Exception):
+    pass
+
+
+def ref_merge(current: Any, incoming: dict[str, Any]) -> Any:
+    if not isinstance(current, dict):
+        return copy.deepcopy(incoming)
+    for key, value in incoming.items():
+        if isinstance(value, dict) and isinstance(current.get(key), dict):
+            current[key] = ref_merge(current[key], value)
+        else:
+            current[key] = copy.deepcopy(value)
+    return current
+
+
+def ref_fold(state: dict[str, Any], ops: list[tuple[str, str, Any]]) -> dict[str, Any]:
+    """The semantics as the issue states them, on a private deep copy mutated in place."""
+    out = copy.deepcopy(state)
+    for kind, key, value in ops:
+        if kind == "set":
+            out[key] = copy.deepcopy(value)
+        elif kind == "merge":
+            out[key] = ref_merge(out.get(key), value)
+        elif kind == "append":
+            if out.get(key) is None:
+                out[key] = [copy.deepcopy(value)]
+            elif isinstance(out[key], list):
+                out[key].append(copy.deepcopy(value))
+            else:
+                raise RefError
+        elif kind == "delete":
+            out.pop(key, None)
+        # log_event: no metadata
+    return out
+
+
+json_mappings = st.dictionaries(KEYS, json_values, max_size=3)
+operations = st.one_of(
+    st.tuples(st.just("set"), KEYS, json_values),
+    st.tuples(st.just("merge"), KEYS, json_mappings),
+    st.tuples(st.just("append"), KEYS, json_values),
+    st.tuples(st.just("delete"), KEYS, st.none()),
+    st.tuples(st.just("log_event"), st.just("app.note"), json_mappings),
+)
+
+
+def build_update(ops: list[tuple[str, str, Any]]) -> ContextUpdate:
+    update = ContextUpdate()
+    for kind, key, value in ops:
+        if kind == "delete":
+            update = update.delete(key)
+        elif kind == "log_event":
+            update = update.log_event(key, value)
+        else:
+            update = getattr(update, kind)(key, value)
+    return update

@@ -14,7 +14,7 @@ import actors._update
 from actors import AgentContext, ContextUpdate, ToolCall
 from actors.exceptions import InvalidUpdateError, UserError
 
-from .helpers import KEYS, json_dicts, json_values
+from .helpers import RefError, build_update, json_dicts, operations, ref_fold
 
 # -- building -------------------------------------------------------------------------------
 
@@ -282,70 +282,12 @@ def test_docstring_examples() -> None:
 # -- property: the reducer against a reference model ----------------------------------------
 
 
-class RefError(Exception):
-    pass
-
-
-def ref_merge(current: Any, incoming: dict[str, Any]) -> Any:
-    if not isinstance(current, dict):
-        return copy.deepcopy(incoming)
-    for key, value in incoming.items():
-        if isinstance(value, dict) and isinstance(current.get(key), dict):
-            current[key] = ref_merge(current[key], value)
-        else:
-            current[key] = copy.deepcopy(value)
-    return current
-
-
-def ref_fold(state: dict[str, Any], ops: list[tuple[str, str, Any]]) -> dict[str, Any]:
-    """The semantics as the issue states them, on a private deep copy mutated in place."""
-    out = copy.deepcopy(state)
-    for kind, key, value in ops:
-        if kind == "set":
-            out[key] = copy.deepcopy(value)
-        elif kind == "merge":
-            out[key] = ref_merge(out.get(key), value)
-        elif kind == "append":
-            if out.get(key) is None:
-                out[key] = [copy.deepcopy(value)]
-            elif isinstance(out[key], list):
-                out[key].append(copy.deepcopy(value))
-            else:
-                raise RefError
-        elif kind == "delete":
-            out.pop(key, None)
-        # log_event: no metadata
-    return out
-
-
-json_mappings = st.dictionaries(KEYS, json_values, max_size=3)
-operations = st.one_of(
-    st.tuples(st.just("set"), KEYS, json_values),
-    st.tuples(st.just("merge"), KEYS, json_mappings),
-    st.tuples(st.just("append"), KEYS, json_values),
-    st.tuples(st.just("delete"), KEYS, st.none()),
-    st.tuples(st.just("log_event"), st.just("app.note"), json_mappings),
-)
-
-
-def build(ops: list[tuple[str, str, Any]]) -> ContextUpdate:
-    update = ContextUpdate()
-    for kind, key, value in ops:
-        if kind == "delete":
-            update = update.delete(key)
-        elif kind == "log_event":
-            update = update.log_event(key, value)
-        else:
-            update = getattr(update, kind)(key, value)
-    return update
-
-
 @settings(max_examples=200, deadline=None)
 @given(json_dicts, st.lists(operations, max_size=8))
 def test_fold_matches_the_reference_model(
     state: dict[str, Any], ops: list[tuple[str, str, Any]]
 ) -> None:
-    update = build(ops)
+    update = build_update(ops)
     before = copy.deepcopy(state)
     try:
         expected = ref_fold(state, ops)
@@ -366,7 +308,7 @@ def test_fold_matches_the_reference_model(
 def test_folding_a_sum_is_folding_one_after_the_other(
     state: dict[str, Any], first: list[Any], second: list[Any]
 ) -> None:
-    a, b = build(first), build(second)
+    a, b = build_update(first), build_update(second)
     try:
         expected = b.fold(a.fold(state, warn_dropped_events=False), warn_dropped_events=False)
     except InvalidUpdateError:
