@@ -162,6 +162,15 @@ class AgentActor(pykka.ThreadingActor):
             effects = self._crash(exc)
         self._sync_node()
         self._execute(effects)
+        self._persist()
+
+    def _persist(self) -> bool:
+        try:
+            self.actors_runtime.persist(self.actors_node)
+        except Exception:
+            self.actors_log.exception("could not persist events; they stay buffered")
+            return False
+        return True
 
     def _crash(self, exc: Exception) -> list[Effect]:
         error = RunFailedError(f"agent {self.actors_node.agent_id!r} failed internally: {exc!r}")
@@ -234,7 +243,14 @@ class AgentActor(pykka.ThreadingActor):
         reply = effect.reply
         if reply in self.actors_waiting:
             self.actors_waiting.remove(reply)
-        self.actors_runtime.persist(self.actors_node)
+        self._sync_node()
+        if not self._persist() and effect.error is None:
+            # A result is never reported before it is on disk.
+            error = RunFailedError(
+                f"agent {self.actors_node.agent_id!r}: the run ended but its events could not "
+                "be written to the session store; see the log"
+            )
+            effect = dataclasses.replace(effect, result=None, error=error)
         if isinstance(reply, HostReply):
             if not reply.future.done():
                 if effect.error is not None:
@@ -300,7 +316,9 @@ class AgentActor(pykka.ThreadingActor):
 
     def _release(self, how: str) -> None:
         node = self.actors_node
-        if node.status not in ("finished", "failed", "cancelled"):
+        if self.actors_runtime.closing:
+            pass  # the agent keeps its status in the store: the runtime went away, not the agent
+        elif node.status not in ("finished", "failed", "cancelled"):
             node.status = "stopped" if how == "stopped" else "failed"
         try:
             self.actors_loop.token_cancel(f"agent {how}")
@@ -317,5 +335,5 @@ class AgentActor(pykka.ThreadingActor):
             elif isinstance(reply, DelegateReply):
                 reply.parent.tell(DelegateDone(reply, None, error, Usage()))
         self.actors_waiting.clear()
-        self.actors_runtime.persist(node)
+        self._persist()
         self.actors_runtime.forget(node)

@@ -733,6 +733,24 @@ class AgentLoop:
                 call, "parked", request=request, approval=bool(data.get("approval"))
             )
 
+    def restore_child_park(
+        self, call: ToolCall, child_id: str, requests: tuple[Request, ...], agent_id: str
+    ) -> None:
+        """After a restore: mark ``call`` as parked on a child that waits on ``requests``."""
+        if self._run is None:
+            ctx = self.ctx
+            start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+            run_id = ctx.run_id or self.next_run_id()
+            self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+        self._run.calls[call.id] = _Call(
+            call,
+            "parked",
+            child_id=child_id,
+            child_requests=tuple(
+                r.model_copy(update={"path": (agent_id, *r.path)}) for r in requests
+            ),
+        )
+
     def _resume(self, message: ResumeRun) -> list[Effect]:
         run = self._run
         answers = dict(message.answers)

@@ -124,6 +124,11 @@ class AgentRef(Generic[OutputT]):
         return self._node.parent_id
 
     @property
+    def session_id(self) -> str | None:
+        """The session the agent persists to, or None without a store."""
+        return self._node.session_id
+
+    @property
     def status(self) -> str:
         """The agent's status as last reported by its actor."""
         return self._node.status

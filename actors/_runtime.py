@@ -5,7 +5,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,8 @@ from actors._loop_types import (
 from actors._model import Model, StreamDelta
 from actors._test_models import TestModel
 from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
+from actors.store._protocol import SessionStore
+from actors.store._records import AgentRecord
 
 if TYPE_CHECKING:
     from actors._ref import AgentRef, TreeNode
@@ -61,8 +64,15 @@ class AgentNode:
     keep: bool = False
     children: list[str] = field(default_factory=list)
     listeners: list[Callable[[Any], None]] = field(default_factory=list)
+    store: SessionStore | None = None
+    session_id: str | None = None
+    position: int = 0
+    buffer: list[Event] = field(default_factory=list)
+    saved_status: str | None = None
 
     def publish_event(self, event: Event) -> None:
+        if self.store is not None:
+            self.buffer.append(event)
         for listener in tuple(self.listeners):
             try:
                 listener(event)
@@ -128,17 +138,77 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
+        # No CancelRun: shutting down is not cancelling. A suspended tree stays suspended in its
+        # store, and a run in flight is found interrupted when the session is restored.
         with self._lock:
             refs = [n.ref for n in self._nodes.values() if n.ref is not None]
-        for ref in refs:  # stop everything; ask for nothing
-            with contextlib.suppress(pykka.ActorDeadError):
-                ref.tell(CancelRun("runtime shutting down"))
         for ref in reversed(refs):
             with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
                 ref.stop(block=True, timeout=timeout)
         self.effects.close()
 
     # -- spawning -----------------------------------------------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        """Whether the runtime is shutting down."""
+        return self._closed
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Guards the agent records."""
+        return self._lock
+
+    def register(self, node: AgentNode) -> None:
+        """Record an agent that has no live actor (a finished child of a restored tree)."""
+        with self._lock:
+            self._nodes[node.agent_id] = node
+
+    def start_restored(self, node: AgentNode, loop: AgentLoop) -> None:
+        """Start the actor of a restored agent around its rebuilt loop."""
+        node.status = loop.status
+        with self._lock:
+            self._nodes[node.agent_id] = node
+        self.persist(node)
+        node.ref = AgentActor.start(self, node, loop)
+
+    def restore(
+        self,
+        session_id: str,
+        *,
+        store: SessionStore,
+        agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+        tool_context: Any = None,
+    ) -> AgentRef:
+        """Rebuild a persisted tree and return a handle on its root.
+
+        The root, every suspended agent and every kept child get a live actor again, each with
+        its context rebuilt from its log. Before anything new runs, an interrupted turn is
+        closed: each tool call without a result gets a synthetic one saying it was not started,
+        or that its outcome is unknown (it may have run); restoring twice adds nothing. Open
+        requests survive: ``ref.resume`` works as it would have before the crash.
+
+        Args:
+            session_id: The session to restore.
+            store: The store that holds it.
+            agents: The specs, matched by name (subagents of the given specs are found too).
+            tool_context: The static channel, given again (it is never stored).
+
+        Raises:
+            SessionNotFoundError: no such session in the store.
+            AgentDefinitionError: a spec named in the session was not given.
+        """
+        from actors._restore import restore_tree
+
+        for stored_id in (n.agent_id for n in self.nodes() if n.session_id == session_id):
+            raise UserError(
+                f"session {session_id!r} is already live in this runtime (agent {stored_id!r})"
+            )
+        return restore_tree(self, session_id, store=store, agents=agents, tool_context=tool_context)
+
+    def resolve_model(self, spec: Agent[Any]) -> Model:
+        """The model an agent of ``spec`` uses."""
+        return self._resolve_model(spec)
 
     def _resolve_model(self, spec: Agent[Any]) -> Model:
         model = spec.model
@@ -163,6 +233,8 @@ class Runtime:
         tool_context: Any = None,
         metadata: Mapping[str, Any] | None = None,
         agent_id: str | None = None,
+        store: SessionStore | None = None,
+        session_id: str | None = None,
     ) -> AgentRef:
         """Start a root agent actor for ``agent`` and return a handle to it.
 
@@ -172,6 +244,8 @@ class Runtime:
                 dataclass or pydantic model. Never stored or logged.
             metadata: The agent's initial metadata (plain JSON).
             agent_id: The agent's id; the spec's name by default (made unique in this runtime).
+            store: Persist every event of the tree here (see `actors.store`).
+            session_id: The session's id in the store; a new random id by default.
 
         Raises:
             UserError: the runtime is shut down, or the metadata is not plain JSON.
@@ -193,6 +267,9 @@ class Runtime:
             clock=self.clock,
         )
         node = AgentNode(agent_id, agent.name, None, agent_id, 0, agent, tool_context)
+        if store is not None:
+            self._open_session(node, store, session_id)
+            node.buffer.extend(context.events)  # the initial metadata, logged before spawn
         self._start(node, context)
         from actors._ref import AgentRef
 
@@ -210,6 +287,7 @@ class Runtime:
         node.status = loop.status
         with self._lock:
             self._nodes[node.agent_id] = node
+        self.persist(node)
         node.ref = AgentActor.start(self, node, loop)
 
     def node(self, agent_id: str) -> AgentNode:
@@ -301,8 +379,12 @@ class Runtime:
             parent.depth + 1,
             spec,
             parent.tool_context,  # forwarded unchanged: the same object
+            store=parent.store,
+            session_id=parent.session_id,
         )
+        child.buffer.extend(context.events)
         with self._lock:
+            child.position = len(self._nodes)
             parent.children.append(child_id)
         self._start(child, context)
         return child
@@ -368,7 +450,35 @@ class Runtime:
         """Called by an actor as it stops."""
 
     def persist(self, node: AgentNode) -> None:
-        """Make the agent's events durable before its result is reported (no store: nothing)."""
+        """Write the agent's new events (one transaction) and its status, if it has a store.
+
+        Called after each input the agent handles (a step) and before any result is reported,
+        so a reported result is always on disk.
+
+        Raises:
+            StoreError: the store failed; the events stay buffered for the next attempt.
+        """
+        store, session_id = node.store, node.session_id
+        if store is None or session_id is None:
+            return
+        if node.buffer:
+            batch = list(node.buffer)
+            store.append_events(session_id, node.agent_id, batch)
+            del node.buffer[: len(batch)]
+        if node.status != node.saved_status:
+            store.put_agent(session_id, self._record(node))
+            node.saved_status = node.status
+
+    @staticmethod
+    def _record(node: AgentNode) -> AgentRecord:
+        return AgentRecord(node.agent_id, node.parent_id, node.name, node.status, node.position)
+
+    def _open_session(self, node: AgentNode, store: SessionStore, session_id: str | None) -> None:
+        node.store = store
+        node.session_id = session_id or uuid.uuid4().hex
+        store.create_session(
+            node.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
+        )
 
     # -- delegation from tools ----------------------------------------------------------------
 

@@ -1,0 +1,161 @@
+"""Rebuilding a persisted agent tree: contexts from the store, crash recovery, live actors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from actors._agent import Agent
+from actors._agent_context import AgentContext
+from actors._loop import AgentLoop
+from actors._messages import ToolCall, ToolResultMessage
+from actors._recovery import open_turn, recover
+from actors._suspension import Request
+from actors.exceptions import AgentDefinitionError
+from actors.store._protocol import SessionStore
+
+if TYPE_CHECKING:
+    from actors._ref import AgentRef
+    from actors._runtime import AgentNode, Runtime
+
+__all__ = ["restore_tree"]
+
+_ENDED = frozenset({"finished", "failed", "cancelled", "stopped"})
+
+
+def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
+    """Specs by name, including every subagent reachable from the given ones."""
+    roots = list(agents.values()) if isinstance(agents, Mapping) else list(agents)
+    index: dict[str, Agent[Any]] = {}
+    todo = roots
+    while todo:
+        spec = todo.pop()
+        if not isinstance(spec, Agent):
+            raise AgentDefinitionError(f"restore takes Agent specs, got {type(spec).__name__}")
+        if spec.name in index:
+            continue
+        index[spec.name] = spec
+        todo.extend(s.agent for s in spec.subagent_map.values())
+    return index
+
+
+def restore_tree(
+    runtime: Runtime,
+    session_id: str,
+    *,
+    store: SessionStore,
+    agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+    tool_context: Any = None,
+) -> AgentRef:
+    """See `Runtime.restore`."""
+    from actors._ref import AgentRef
+    from actors._runtime import AgentNode
+
+    stored = store.load(session_id)
+    specs = _spec_index(agents)
+    missing = sorted({a.record.name for a in stored.agents} - set(specs))
+    if missing:
+        raise AgentDefinitionError(
+            f"session {session_id!r} holds agents of specs {missing}, which were not given; "
+            "pass them in agents=[...] (specs are matched by name)"
+        )
+    contexts: dict[str, AgentContext] = {}
+    nodes: dict[str, AgentNode] = {}
+    for entry in stored.agents:
+        record = entry.record
+        spec = specs[record.name]
+        ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
+        ctx.max_iterations = spec.max_iterations
+        contexts[record.agent_id] = ctx
+        parent = nodes.get(record.parent_id) if record.parent_id else None
+        node = AgentNode(
+            record.agent_id,
+            record.name,
+            record.parent_id,
+            parent.root_id if parent else record.agent_id,
+            parent.depth + 1 if parent else 0,
+            spec,
+            tool_context,
+            store=store,
+            session_id=session_id,
+            position=record.position,
+            status=record.status,
+            saved_status=record.status,
+        )
+        if parent is not None:
+            parent.children.append(record.agent_id)
+        nodes[record.agent_id] = node
+    if stored.root_agent_id not in nodes:
+        raise AgentDefinitionError(f"session {session_id!r} has no root agent record")
+
+    # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
+    # that waits), and what each waiting child has open.
+    open_requests: dict[str, tuple[Request, ...]] = {}
+    child_parks: dict[str, list[tuple[ToolCall, str]]] = {}
+    for entry in reversed(stored.agents):
+        agent_id = entry.record.agent_id
+        ctx = contexts[agent_id]
+        own = tuple(Request.model_validate(d["request"]) for d in ctx.suspended.values())
+        parked: list[tuple[ToolCall, str]] = []
+        requests: list[Request] = list(own)
+        if open_turn(ctx) is not None:
+            answered = {m.tool_call_id for m in ctx.messages if isinstance(m, ToolResultMessage)}
+            calls = {c.id: c for m in ctx.assistant_messages for c in m.tool_calls}
+            for event in ctx.events:
+                if event.type != "subagent_spawned" or event.data.get("delegated"):
+                    continue
+                call_id, child_id = event.data.get("tool_call_id"), event.data["child_id"]
+                if call_id in answered or call_id not in calls:
+                    continue
+                if open_requests.get(child_id):
+                    parked.append((calls[call_id], child_id))
+                    requests.extend(
+                        r.model_copy(update={"path": (agent_id, *r.path)})
+                        for r in open_requests[child_id]
+                    )
+        child_parks[agent_id] = parked
+        open_requests[agent_id] = tuple(requests)
+        recover(ctx, waiting=bool(requests))
+
+    for entry in stored.agents:
+        agent_id = entry.record.agent_id
+        node, ctx = nodes[agent_id], contexts[agent_id]
+        # Events appended by recovery are written before anything new runs.
+        node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
+        waiting = bool(open_requests[agent_id])
+        is_root = agent_id == stored.root_agent_id
+        kept = _is_kept(contexts, node)
+        if waiting:
+            node.status = "suspended"
+        elif node.status in ("running", "suspended"):
+            node.status = "idle" if is_root or kept else "stopped"
+        live = is_root or waiting or (kept and node.status not in _ENDED)
+        if not live:
+            with runtime.lock:
+                runtime.register(node)
+            runtime.persist(node)
+            continue
+        loop = AgentLoop(
+            node.spec,
+            ctx,
+            model=runtime.resolve_model(node.spec),
+            tool_context=tool_context,
+            depth=node.depth,
+            limits=runtime.limits,
+        )
+        for call, child_id in child_parks[agent_id]:
+            loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
+        node.keep = kept
+        runtime.start_restored(node, loop)
+    return AgentRef(runtime, nodes[stored.root_agent_id])
+
+
+def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
+    if node.parent_id is None or node.parent_id not in contexts:
+        return False
+    return any(
+        e.type == "subagent_spawned"
+        and e.data.get("child_id") == node.agent_id
+        and e.data.get("keep")
+        for e in contexts[node.parent_id].events
+    )
