@@ -9,10 +9,11 @@ import structlog
 from pydantic import ValidationError
 
 from actors._events import Clock, Event, is_known_type
+from actors._json import json_copy
 from actors._messages import message_adapter
 from actors._update import ContextUpdate
 from actors._usage import Usage
-from actors.exceptions import InvalidUpdateError, SerializationError
+from actors.exceptions import InvalidUpdateError, SerializationError, UserError
 
 if TYPE_CHECKING:
     from actors._agent_context import AgentContext
@@ -39,9 +40,10 @@ def serialize_context(ctx: AgentContext) -> dict[str, Any]:
         "events": [event.model_dump(mode="json") for event in ctx.events],
         # Redundant with the events; kept for readers of version 1.
         "messages": [message.model_dump(mode="json") for message in ctx.messages],
-        "metadata": ctx.metadata,
+        # Copies: the caller may change the blob, and it must not reach the live context.
+        "metadata": json_copy(ctx.metadata),
         "usage": ctx.usage.model_dump(),
-        "suspended": list(ctx.suspended.values()),
+        "suspended": json_copy(list(ctx.suspended.values())),
     }
 
 
@@ -53,9 +55,10 @@ def deserialize_context(blob: Mapping[str, Any], *, clock: Clock) -> AgentContex
             "pass the dict that AgentContext.serialize() returned"
         )
     version = blob.get("version")
-    if version == 2:
+    # Compare types too: True == 1 and 2.0 == 2, but neither is a version this library wrote.
+    if type(version) is int and version == 2:
         return _read_v2(blob, clock)
-    if version == 1:
+    if type(version) is int and version == 1:
         return _read_v1(blob, clock)
     raise SerializationError(
         f"unknown serialization version {version!r}: this library reads versions 1 and 2; "
@@ -100,16 +103,20 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
             event = Event.model_validate(raw)
         except ValidationError as exc:
             raise SerializationError(f"event {index} is malformed: {_first_error(exc)}") from None
-        if not is_known_type(event.type):
-            _log.warning("unknown event type dropped", event_type=event.type, seq=event.seq)
-            continue
+        # Check seq before dropping unknown types: a dropped event is not a gap.
         if event.seq != expected:
             _log.warning("gap in event seq", expected=expected, found=event.seq)
         expected = event.seq + 1
+        if not is_known_type(event.type):
+            _log.warning("unknown event type dropped", event_type=event.type, seq=event.seq)
+            continue
         _check_payload(event, index)
         # Rebuilt logs are renumbered densely: seq is the index in this log.
         events.append(event.model_copy(update={"seq": len(events)}))
-    return AgentContext.from_events(events, clock=clock, **common)
+    try:
+        return AgentContext.from_events(events, clock=clock, **common)
+    except UserError as exc:  # a payload that validated alone but cannot be folded in order
+        raise SerializationError(f"the events cannot be replayed: {exc}") from None
 
 
 def _check_payload(event: Event, index: int) -> None:
@@ -119,11 +126,16 @@ def _check_payload(event: Event, index: int) -> None:
             message_adapter.validate_python(data)
         elif event.type == "replace":
             message_adapter.validate_python(event.data["message"])
-            int(event.data["first"]), int(event.data["last"])
+            for bound in ("first", "last"):
+                if type(event.data[bound]) is not int:
+                    raise TypeError(f"{bound!r} must be an int, got {event.data[bound]!r}")
         elif event.type == "context_update":
             ContextUpdate.from_json(event.data["ops"])
         elif event.type == "usage":
             Usage(**event.data)
+        elif event.type == "step_start" and "iteration" in event.data:
+            if type(event.data["iteration"]) is not int:
+                raise TypeError(f"'iteration' must be an int, got {event.data['iteration']!r}")
         elif event.type == "suspended":
             str(event.data["request"]["id"]), str(event.data["tool_call"]["id"])
     except (ValidationError, KeyError, TypeError, ValueError, InvalidUpdateError) as exc:

@@ -282,7 +282,7 @@ def test_docstring_examples() -> None:
 # -- property: the reducer against a reference model ----------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(json_dicts, st.lists(operations, max_size=8))
 def test_fold_matches_the_reference_model(
     state: dict[str, Any], ops: list[tuple[str, str, Any]]
@@ -303,7 +303,7 @@ def test_fold_matches_the_reference_model(
     assert state == before
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(json_dicts, st.lists(operations, max_size=5), st.lists(operations, max_size=5))
 def test_folding_a_sum_is_folding_one_after_the_other(
     state: dict[str, Any], first: list[Any], second: list[Any]
