@@ -34,15 +34,30 @@ class CancellationToken:
         return self._reason
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Set the flag (once; later calls do nothing) and run the registered callbacks."""
+        """Set the flag (once; later calls do nothing) and run the registered callbacks.
+
+        Raises:
+            Exception: the error of a failing callback (an `ExceptionGroup` when several failed),
+                after every callback ran and the token is cancelled.
+        """
         with self._lock:
             if self._event.is_set():
                 return
             self._reason = reason
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
+        # Every callback runs even when one fails (each may cancel a different piece of work);
+        # the failures are raised afterwards.
+        errors: list[Exception] = []
         for callback in callbacks:
-            callback(reason)
+            try:
+                callback(reason)
+            except Exception as exc:
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ExceptionGroup("cancellation callbacks failed", errors)
 
     def on_cancel(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Run ``callback(reason)`` when cancelled (at once if already); returns an unregister."""

@@ -24,7 +24,9 @@ class Delegator(Protocol):
     def __call__(self, agent: Any, task: str, /, **kwargs: Any) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
+# No slots: on Python 3.11 a frozen slotted dataclass cannot be instantiated through its
+# generic alias (``RunContext[Deps](...)`` fails setting ``__orig_class__``).
+@dataclass(frozen=True)
 class RunContext(Generic[ToolContextT]):
     """What a tool function receives: read-only views of its agent, never the live state.
 
