@@ -25,13 +25,15 @@ __all__ = [
     "check_id",
     "check_record",
     "context_blob",
-    "decode_event",
+    "decode_log",
     "encode_data",
     "encode_events",
     "new_events",
 ]
 
 _datetime = TypeAdapter(datetime)
+# One encoder for every call: json.dumps builds a new one whenever an option is given.
+_encoder = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ def encode_data(label: str, value: Mapping[str, Any] | None) -> str:
     if not isinstance(value, Mapping):
         raise UserError(f"{label} must be a mapping of plain JSON, got {type(value).__name__}")
     try:
-        return json.dumps(dict(value), allow_nan=False, separators=(",", ":"))
+        return _encoder.encode(dict(value))
     except (TypeError, ValueError) as exc:
         raise UserError(f"{label} is not plain JSON: {exc}") from None
 
@@ -88,7 +90,7 @@ def encode_events(session_id: str, agent_id: str, events: Iterable[Event]) -> li
                 f"{agent_id!r} of session {session_id!r} is a {type(event).__name__}"
             )
         try:
-            data = json.dumps(event.data, allow_nan=False, separators=(",", ":"))
+            data = _encoder.encode(event.data)
         except (TypeError, ValueError) as exc:
             raise UserError(
                 f"event seq {event.seq} ({event.type}) of agent {agent_id!r} in session "
@@ -164,9 +166,20 @@ def _same(kept: tuple[str, str], event: EncodedEvent) -> bool:
     return kept_data == event.data or json.loads(kept_data) == json.loads(event.data)
 
 
-def decode_event(seq: int, event_type: str, data: str, created_at: str) -> dict[str, Any]:
-    """An event's stored columns as ``event.model_dump(mode="json")`` gives it."""
-    return {"seq": seq, "type": event_type, "data": json.loads(data), "created_at": created_at}
+def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]]:
+    """Stored ``(seq, type, data, created_at)`` rows as ``event.model_dump(mode="json")`` gives.
+
+    Raises:
+        ValueError: A stored payload is not JSON (the store is damaged).
+    """
+    # One parse of the joined payloads costs a third of one parse per event.
+    payloads = json.loads("[" + ",".join([row[2] for row in rows]) + "]")
+    if len(payloads) != len(rows):
+        raise ValueError("a stored event payload is not one JSON value")
+    return [
+        {"seq": seq, "type": kind, "data": data, "created_at": created_at}
+        for (seq, kind, _, created_at), data in zip(rows, payloads, strict=True)
+    ]
 
 
 def context_blob(record: AgentRecord, events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from actors.store._batch import (
     check_id,
     check_record,
     context_blob,
-    decode_event,
+    decode_log,
     encode_data,
     encode_events,
     new_events,
@@ -147,10 +147,9 @@ class MemoryStore(SessionStore):
                 record,
                 context_blob(
                     record,
-                    [
-                        decode_event(e.seq, e.type, e.data, e.created_at)
-                        for e in logs[record.agent_id]
-                    ],
+                    decode_log(
+                        [(e.seq, e.type, e.data, e.created_at) for e in logs[record.agent_id]]
+                    ),
                 ),
             )
             for record in records

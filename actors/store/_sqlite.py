@@ -9,6 +9,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -18,7 +20,7 @@ from actors.store._batch import (
     check_id,
     check_record,
     context_blob,
-    decode_event,
+    decode_log,
     encode_data,
     encode_events,
     new_events,
@@ -256,11 +258,14 @@ class SQLiteStore(SessionStore):
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)  # outside the lock: pure CPU
         with self._transaction("appending events") as conn:
-            known = conn.execute(
-                "SELECT 1 FROM agents WHERE session_id = ? AND agent_id = ?",
+            # One query: no row when the agent was never put, else its highest seq (or None).
+            row = conn.execute(
+                "SELECT (SELECT MAX(seq) FROM events AS e"
+                " WHERE e.session_id = a.session_id AND e.agent_id = a.agent_id)"
+                " FROM agents AS a WHERE a.session_id = ? AND a.agent_id = ?",
                 (session_id, agent_id),
             ).fetchone()
-            if known is None:
+            if row is None:
                 if not self._exists(conn, session_id):
                     raise self._missing(session_id)
                 raise StoreError(
@@ -269,20 +274,17 @@ class SQLiteStore(SessionStore):
                 )
             if not batch:
                 return
-            last = conn.execute(
-                "SELECT MAX(seq) FROM events WHERE session_id = ? AND agent_id = ?",
-                (session_id, agent_id),
-            ).fetchone()[0]
+            last = -1 if row[0] is None else int(row[0])
 
-            def stored(first: int, last: int) -> dict[int, tuple[str, str]]:
+            def stored(low: int, high: int) -> dict[int, tuple[str, str]]:
                 rows = conn.execute(
                     "SELECT seq, type, data FROM events"
                     " WHERE session_id = ? AND agent_id = ? AND seq BETWEEN ? AND ?",
-                    (session_id, agent_id, first, last),
+                    (session_id, agent_id, low, high),
                 )
                 return {seq: (kind, data) for seq, kind, data in rows}
 
-            fresh = new_events(session_id, agent_id, batch, -1 if last is None else last, stored)
+            fresh = new_events(session_id, agent_id, batch, last, stored)
             if not fresh:
                 return
             conn.executemany(
@@ -317,13 +319,20 @@ class SQLiteStore(SessionStore):
                 (session_id,),
             ).fetchall()
         # Decoding happens outside the lock, on rows of one consistent snapshot.
-        logs: dict[str, list[dict[str, Any]]] = {}
-        for agent_id, seq, kind, data, created_at in event_rows:
-            logs.setdefault(agent_id, []).append(decode_event(seq, kind, data, created_at))
+        rows_of: dict[str, list[tuple[int, str, str, str]]] = {}
+        for agent_id, group in groupby(event_rows, key=itemgetter(0)):
+            rows_of[agent_id] = [row[1:] for row in group]
         agents = []
         for row in agent_rows:
             record = AgentRecord(*row)
-            agents.append(StoredAgent(record, context_blob(record, logs.get(record.agent_id, []))))
+            try:
+                events = decode_log(rows_of.get(record.agent_id, []))
+            except ValueError as exc:
+                raise CorruptStoreError(
+                    f"{self._path} is damaged: an event of agent {record.agent_id!r} in session "
+                    f"{session_id!r} does not hold JSON ({exc}). Restore the file from a backup"
+                ) from exc
+            agents.append(StoredAgent(record, context_blob(record, events)))
         root, data, created_at, updated_at = head
         return StoredSession(
             session_id,

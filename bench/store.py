@@ -1,0 +1,238 @@
+"""Benchmark of the session stores: durable appends per second, and restore time.
+
+    .venv/bin/python bench/store.py                 # full size, prints a markdown table
+    .venv/bin/python bench/store.py --json out.json # also writes the figures as JSON
+    .venv/bin/python bench/store.py --smoke         # tiny sizes: checks that it runs
+
+Appends go through `append_events` in batches, as the runtime writes one batch per step
+(10 events), and one event at a time for comparison. Restore is `store.load(session_id)`
+followed by `AgentContext.deserialize` of every agent (best of 5): a session of 10,000 events in one agent,
+and one of 10 agents with 1,000 events each. Every file lives in a temporary directory.
+Targets (issue 7): at least 20,000 events/s in batch mode, restore within 0.2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from actors import (
+    AgentContext,
+    AssistantMessage,
+    ContextUpdate,
+    Event,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from actors.store import AgentRecord, MemoryStore, SessionStore, SQLiteStore
+
+APPEND_TARGET = 20_000.0
+RESTORE_TARGET = 0.2
+
+
+@dataclass(frozen=True)
+class Result:
+    measure: str
+    store: str
+    batch: int
+    events: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.events / self.seconds if self.seconds else float("inf")
+
+
+def transcript(agent_id: str, events: int) -> tuple[Event, ...]:
+    """A realistic log of ``events`` events: steps with a model reply, a tool call and result."""
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    ticks = iter(range(1 << 40))
+    ctx = AgentContext(
+        agent_id,
+        name="assistant",
+        metadata={"user": "ada"},
+        clock=lambda: start + timedelta(milliseconds=next(ticks)),
+    )
+    ctx.add_message(UserMessage(content="Plan a three-day trip to Lisbon. " * 4))
+    step = 0
+    while len(ctx.events) < events:
+        step += 1
+        ctx.increment_iteration()
+        call = ToolCall(id=f"call-{step}", name="search", arguments={"q": f"lisbon {step}"})
+        ctx.add_message(AssistantMessage(content=f"Looking up item {step}.", tool_calls=(call,)))
+        ctx.add_usage(Usage(requests=1, input_tokens=900 + step, output_tokens=40))
+        ctx.add_tool_call(call)
+        ctx.add_message(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name="search", content=f"result {step}: " + "x" * 200
+            )
+        )
+        ctx.apply_update(ContextUpdate().append("seen", step))
+    return ctx.events[:events]
+
+
+def prepared(store: SessionStore, session_id: str, agents: Sequence[str]) -> None:
+    store.create_session(session_id, root_agent_id=agents[0])
+    for position, agent_id in enumerate(agents):
+        parent = None if position == 0 else agents[0]
+        store.put_agent(session_id, AgentRecord(agent_id, parent, "assistant", "running", position))
+
+
+def bench_append(
+    make: Callable[[], SessionStore], label: str, events: int, batch: int, threads: int = 1
+) -> Result:
+    agents = [f"agent-{n}" for n in range(threads)]
+    logs = {agent_id: transcript(agent_id, events // threads) for agent_id in agents}
+    with make() as store:
+        prepared(store, "bench", agents)
+        start = threading.Barrier(threads + 1)
+
+        def write(agent_id: str) -> None:
+            log = logs[agent_id]
+            start.wait()
+            for first in range(0, len(log), batch):
+                store.append_events("bench", agent_id, log[first : first + batch])
+
+        workers = [threading.Thread(target=write, args=(agent_id,)) for agent_id in agents]
+        for worker in workers:
+            worker.start()
+        began = time.perf_counter()
+        start.wait()
+        for worker in workers:
+            worker.join()
+        seconds = time.perf_counter() - began
+        assert sum(store.last_seq("bench", a) + 1 for a in agents) == threads * (events // threads)
+    name = "append" if threads == 1 else f"append, {threads} threads"
+    return Result(name, label, batch, threads * (events // threads), seconds)
+
+
+def bench_restore(
+    make: Callable[[], SessionStore], label: str, agents: int, per_agent: int, repeat: int
+) -> list[Result]:
+    ids = ["root"] + [f"root-sub-{n}" for n in range(1, agents)]
+    with make() as store:
+        prepared(store, "restore", ids)
+        for agent_id in ids:
+            log = transcript(agent_id, per_agent)
+            for first in range(0, per_agent, 500):
+                store.append_events("restore", agent_id, log[first : first + 500])
+        loads, totals = [], []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            session = store.load("restore")
+            loaded = time.perf_counter()
+            contexts = [AgentContext.deserialize(agent.context) for agent in session.agents]
+            done = time.perf_counter()
+            assert sum(len(ctx.events) for ctx in contexts) == agents * per_agent
+            loads.append(loaded - began)
+            totals.append(done - began)
+    shape = f"{agents} agent{'s' if agents > 1 else ''} x {per_agent}"
+    return [
+        Result(f"load ({shape})", label, 0, agents * per_agent, min(loads)),
+        Result(f"load + deserialize ({shape})", label, 0, agents * per_agent, min(totals)),
+    ]
+
+
+def run(smoke: bool) -> list[Result]:
+    folder = tempfile.TemporaryDirectory(prefix="actors-bench-")
+    counter = iter(range(1 << 30))
+
+    def sqlite(durability: str) -> Callable[[], SessionStore]:
+        def make() -> SessionStore:
+            path = Path(folder.name) / f"bench-{next(counter)}.db"
+            return SQLiteStore(path, durability=durability)  # type: ignore[arg-type]
+
+        return make
+
+    scale = 0.01 if smoke else 1.0
+
+    def size(n: int) -> int:
+        return max(20, int(n * scale))
+
+    results: list[Result] = []
+    try:
+        for label, make, batched, single in [
+            ("sqlite batch", sqlite("batch"), 40_000, 10_000),
+            ("sqlite sync", sqlite("sync"), 5_000, 1_000),
+            ("memory", MemoryStore, 40_000, 20_000),
+        ]:
+            results.append(bench_append(make, label, size(batched), batch=10))
+            results.append(bench_append(make, label, size(single), batch=1))
+        results.append(bench_append(sqlite("batch"), "sqlite batch", size(40_000), 10, threads=8))
+        repeat = 1 if smoke else 5
+        for agents, per_agent in [(1, 10_000), (10, 1_000)]:
+            n = max(1, int(per_agent * scale))
+            results += bench_restore(sqlite("batch"), "sqlite", agents, n, repeat)
+    finally:
+        folder.cleanup()
+    return results
+
+
+def table(results: Sequence[Result]) -> str:
+    lines = [
+        "| measure | store | batch | events | seconds | events/s |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        batch = str(r.batch) if r.batch else "-"
+        lines.append(
+            f"| {r.measure} | {r.store} | {batch} | {r.events:,} | {r.seconds:.4f} "
+            f"| {r.per_second:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(results: Sequence[Result]) -> list[str]:
+    appended = next(r for r in results if r.measure == "append" and r.store == "sqlite batch")
+    restores = [r for r in results if r.measure.startswith("load + deserialize")]
+    met = appended.per_second >= APPEND_TARGET
+    lines = [
+        f"- batch mode, {appended.batch}-event batches: {appended.per_second:,.0f} events/s "
+        f"(target >= {APPEND_TARGET:,.0f}): {'met' if met else 'MISSED'}"
+    ]
+    for r in restores:
+        ok = r.seconds <= RESTORE_TARGET
+        lines.append(
+            f"- restore, {r.measure}: {r.seconds:.3f} s (target <= {RESTORE_TARGET} s): "
+            f"{'met' if ok else 'MISSED'}"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check it runs")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    results = run(args.smoke)
+    print(table(results))
+    print()
+    print("\n".join(verdicts(results)))
+    if args.json:
+        payload = {
+            "smoke": args.smoke,
+            "python": sys.version.split()[0],
+            "sqlite": sqlite3.sqlite_version,
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "results": [asdict(r) | {"events_per_second": r.per_second} for r in results],
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from actors import AgentContext
+from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError, UserError
+from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema
+from actors.store.conformance import StoreConformance, sample_context
+
+from .crash_child import BATCH, event
+
+CHILD = Path(__file__).with_name("crash_child.py")
+
+
+class TestSQLiteStore(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db")
+
+
+class TestSQLiteStoreSync(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db", durability="sync")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+def fill(path: Path, events: int = 300) -> None:
+    """A closed store file holding one session whose root has ``events`` events."""
+    with SQLiteStore(path) as store:
+        store.create_session("s1", root_agent_id="root")
+        store.put_agent("s1", AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", [event(seq) for seq in range(events)])
+
+
+def raw(path: Path) -> closing[sqlite3.Connection]:
+    return closing(sqlite3.connect(path, isolation_level=None))
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_refused_untouched(path: Path, error: type[StoreError], match: str) -> None:
+    """Opening ``path`` raises ``error`` naming the file, and the file is left as it was."""
+    before = digest(path)
+    with pytest.raises(error, match=match) as caught:
+        SQLiteStore(path)
+    assert str(path) in str(caught.value)
+    assert digest(path) == before
+    assert not Path(f"{path}-wal").exists()
+
+
+# -- the file -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("durability", "synchronous"), [("batch", 1), ("sync", 2)])
+def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) -> None:
+    with SQLiteStore(path, durability=durability) as store:  # type: ignore[arg-type]
+        assert store.durability == durability
+        assert store._conn is not None
+        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == synchronous
+        with raw(path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_schema_version_is_recorded(path: Path) -> None:
+    SQLiteStore(path).close()
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 1
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
+
+
+def test_reopen_after_close_keeps_everything(path: Path) -> None:
+    ctx = sample_context("root")
+    with SQLiteStore(path, durability="sync") as store:
+        store.create_session("s1", root_agent_id="root", data={"spec": "assistant"})
+        store.put_agent("s1", AgentRecord("root", None, ctx.name, "suspended"))
+        store.append_events("s1", "root", ctx.events)
+        before, listed = store.load("s1"), store.list_sessions()
+    with SQLiteStore(path) as store:
+        assert store.load("s1") == before
+        assert store.list_sessions() == listed
+        restored = AgentContext.deserialize(store.load("s1").agents[0].context)
+        assert restored.suspended == ctx.suspended
+        assert store.last_seq("s1", "root") == len(ctx.events) - 1
+
+
+def test_two_stores_share_one_file(path: Path) -> None:
+    with SQLiteStore(path) as writer, SQLiteStore(path) as reader:
+        writer.create_session("s1", root_agent_id="root")
+        writer.put_agent("s1", AgentRecord("root", None, "spec", "idle"))
+        writer.append_events("s1", "root", [event(0), event(1)])
+        assert reader.last_seq("s1", "root") == 1
+        reader.append_events("s1", "root", [event(1), event(2)])
+        assert writer.last_seq("s1", "root") == 2
+
+
+def test_an_empty_file_becomes_a_store(path: Path) -> None:
+    path.touch()
+    with SQLiteStore(path) as store:
+        assert store.list_sessions() == []
+
+
+def test_a_version_0_database_is_migrated(path: Path) -> None:
+    with raw(path) as conn:  # a real SQLite file, but no tables and user_version 0
+        conn.execute("CREATE TABLE scratch (x)")
+        conn.execute("DROP TABLE scratch")
+    assert path.stat().st_size > 0
+    with SQLiteStore(path) as store:
+        store.create_session("s1", root_agent_id="root")
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(path, events=5)
+    calls: list[int] = []
+
+    def add_labels(conn: sqlite3.Connection) -> None:
+        calls.append(1)
+        conn.execute("CREATE TABLE labels (session_id TEXT PRIMARY KEY, label TEXT)")
+
+    monkeypatch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, add_labels])
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 2)
+    with SQLiteStore(path) as store:
+        assert store.last_seq("s1", "root") == 4
+    SQLiteStore(path).close()
+    assert calls == [1]
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 0
+
+
+def test_a_failed_migration_leaves_the_old_schema(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(path, events=5)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE labels (x)")
+        conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, broken])
+        patch.setattr(_schema, "SCHEMA_VERSION", 2)
+        with pytest.raises(StoreError, match=str(path)):
+            SQLiteStore(path)
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "labels" not in tables
+    with SQLiteStore(path) as store:
+        assert store.last_seq("s1", "root") == 4
+
+
+def test_a_newer_schema_is_refused(path: Path) -> None:
+    fill(path, events=5)
+    with raw(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    assert_refused_untouched(path, SchemaVersionError, "version 99.*upgrade actors")
+
+
+def test_random_bytes_are_refused(path: Path) -> None:
+    path.write_bytes(random.Random(7).randbytes(8192))
+    assert_refused_untouched(path, CorruptStoreError, "not an SQLite database")
+
+
+def test_garbage_behind_an_sqlite_header_is_refused(path: Path) -> None:
+    fill(path)
+    data = bytearray(path.read_bytes())
+    data[100:] = random.Random(7).randbytes(len(data) - 100)
+    path.write_bytes(bytes(data))
+    assert_refused_untouched(path, CorruptStoreError, "damaged")
+
+
+def test_a_damaged_page_is_refused(path: Path) -> None:
+    fill(path)
+    data = bytearray(path.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    last_page = len(data) - page_size  # a b-tree page of the events table
+    data[last_page : last_page + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    assert_refused_untouched(path, CorruptStoreError, "damaged")
+
+
+def test_a_file_truncated_mid_page_is_refused(path: Path) -> None:
+    fill(path)
+    size = path.stat().st_size
+    with path.open("r+b") as file:
+        file.truncate(size // 2 + 100)
+    assert_refused_untouched(path, CorruptStoreError, "truncated")
+
+
+def test_a_file_truncated_at_a_page_boundary_is_refused(path: Path) -> None:
+    fill(path)
+    page_size = int.from_bytes(path.read_bytes()[16:18], "big")
+    with path.open("r+b") as file:
+        file.truncate(page_size * 2)
+    assert_refused_untouched(path, CorruptStoreError, "truncated")
+
+
+def test_a_file_shorter_than_a_header_is_refused(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00")
+    assert_refused_untouched(path, CorruptStoreError, "not an SQLite database")
+
+
+def test_another_applications_database_is_refused(path: Path) -> None:
+    with raw(path) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    assert_refused_untouched(path, CorruptStoreError, "not a session store")
+
+
+def test_bad_paths_and_arguments(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a directory"):
+        SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="directory exists"):
+        SQLiteStore(tmp_path / "missing" / "sessions.db")
+    with pytest.raises(UserError, match="durability"):
+        SQLiteStore(tmp_path / "s.db", durability="fast")  # type: ignore[arg-type]
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_errors_name_the_file(path: Path) -> None:
+    with SQLiteStore(path) as store:
+        with pytest.raises(StoreError, match=str(path)):
+            store.load("nope")
+        assert repr(store) == f"<SQLiteStore {str(path)!r} durability='batch'>"
+    with pytest.raises(StoreError, match=f"{path}.*closed"):
+        store.list_sessions()
+
+
+# -- a real crash -------------------------------------------------------------------------------
+
+
+def run_and_kill(path: Path, durability: str, first_batch: int, reports: int) -> int:
+    """Start a child appending from ``first_batch``; SIGKILL it after ``reports`` commits.
+
+    Returns the last batch the child reported as committed.
+    """
+    command = [sys.executable, str(CHILD), str(path), durability, str(first_batch)]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stderr is not None
+        try:
+            assert child.stdout.readline() == "ready\n", child.stderr.read()
+            last = first_batch - 1
+            for _ in range(reports):
+                line = child.stdout.readline()
+                assert line, f"the child died early: {child.stderr.read()}"
+                last = int(line)
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+    return last
+
+
+@pytest.mark.parametrize(("durability", "seed"), [("batch", 1), ("sync", 2)])
+def test_sigkill_loses_nothing_committed(path: Path, durability: str, seed: int) -> None:
+    rng = random.Random(seed)
+    first = 0
+    for _round in range(3):
+        reported = run_and_kill(path, durability, first, reports=rng.randint(1, 40))
+        with SQLiteStore(path) as store:
+            last_seq = store.last_seq("crash", "root")
+            stored = store.load("crash").agents[0].context["events"]
+        # Everything reported is there; batches are whole; every event is the one written.
+        assert last_seq >= (reported + 1) * BATCH - 1
+        assert (last_seq + 1) % BATCH == 0
+        assert stored == [event(seq).model_dump(mode="json") for seq in range(last_seq + 1)]
+        # The next run restarts at the last reported batch: re-appending it must be harmless.
+        first = reported
