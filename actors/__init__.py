@@ -15,12 +15,12 @@ from actors._messages import (
 )
 from actors._ref import AgentRef, RunFuture, TreeNode
 from actors._result import RunResult
-from actors._run_context import RunContext
+from actors._run_context import Delegator, RunContext
 from actors._run_sync import run_sync
 from actors._runtime import Runtime
 from actors._suspension import Answer, Pending, Request
 from actors._tools import Tool, ToolResult, tool
-from actors._update import ContextUpdate
+from actors._update import ContextUpdate, LoggedEvent
 from actors._usage import Usage
 
 __all__ = [
@@ -31,7 +31,9 @@ __all__ = [
     "AssistantMessage",
     "CancellationToken",
     "ContextUpdate",
+    "Delegator",
     "Event",
+    "LoggedEvent",
     "Message",
     "Pending",
     "Request",
