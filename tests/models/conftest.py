@@ -39,6 +39,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int
 
 
 Reply = Callable[["_Handler"], None]
@@ -51,6 +52,7 @@ class LoopbackServer:
     url: str
     replies: list[Reply] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
+    request_received: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
     first_chunk_sent: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -78,10 +80,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         state = self.server.state
+        headers = {name.lower(): value for name, value in self.headers.items()}
         with state.lock:
             state.received.append(
-                Received("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                Received("POST", self.path, headers, body, self.client_address[1])
             )
+        state.request_received.set()
         reply = state.next_reply()
         if reply is None:
             send_json(self, 599, {"error": "the test scripted no reply for this request"})
@@ -97,6 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     state: LoopbackServer
+    request_queue_size = 128  # concurrent-request tests open many connections at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that went away mid-reply is what several tests do on purpose
@@ -107,7 +112,10 @@ def server() -> Iterator[LoopbackServer]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
     host, port = httpd.server_address[:2]
     httpd.state = LoopbackServer(url=f"http://{host}:{port}")
-    thread = threading.Thread(target=httpd.serve_forever, name="loopback-http", daemon=True)
+    # A short poll interval only makes shutdown() at teardown quick.
+    thread = threading.Thread(
+        target=httpd.serve_forever, args=(0.01,), name="loopback-http", daemon=True
+    )
     thread.start()
     try:
         yield httpd.state
