@@ -8,6 +8,7 @@ synchronous driver of `actors.testing` does it inline. The loop never blocks and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -296,10 +297,20 @@ class AgentLoop:
             start_seq=len(ctx.events),
         )
         ctx.log_event("turn_start", {"run_id": run_id})
-        if not ctx.messages and self.spec.instructions:
-            ctx.add_message(SystemMessage(content=self.spec.instructions))
+        if not ctx.messages and (instructions := self._instructions()):
+            ctx.add_message(SystemMessage(content=instructions))
         ctx.add_message(UserMessage(content=message.prompt))
         return self._next_step()
+
+    def _instructions(self) -> str:
+        """The system prompt; in JSON-text output mode it also shows the model the schema."""
+        instructions = self.spec.instructions or ""
+        if self._output is not None and not self._use_output_tool:
+            # Without a final-result tool the schema would otherwise never reach the model.
+            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
+            note = f"Give your final answer as JSON only, matching this JSON schema: {schema}"
+            instructions = f"{instructions}\n\n{note}" if instructions else note
+        return instructions
 
     # -- model steps --------------------------------------------------------------------------
 
@@ -479,7 +490,9 @@ class AgentLoop:
         assert run is not None
         problem: str | None = None
         budget = self.spec.tool_retries
-        if call.name == FINAL_RESULT_TOOL and self._output is not None:
+        final = call.name == FINAL_RESULT_TOOL and self._output is not None
+        if final:
+            assert self._output is not None
             budget = self.spec.output_retries
             try:
                 self._output.from_arguments(call.arguments)
@@ -506,6 +519,11 @@ class AgentLoop:
         if problem is None:
             return None
         count = run.retries[call.name] = run.retries.get(call.name, 0) + 1
+        if count > budget and final:
+            return OutputValidationError(
+                f"agent {self.ctx.agent_id!r}: the final answer never matched the output type "
+                f"after {budget} retries: {problem}"
+            )
         if count > budget:
             return ToolRetriesExceeded(
                 f"agent {self.ctx.agent_id!r}: tool {call.name!r} failed {count} times in this "

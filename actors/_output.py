@@ -29,6 +29,8 @@ class OutputSchema:
         if self.wrapped:
             schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
         schema.pop("title", None)
+        self.json_schema: dict[str, Any] = self._adapter.json_schema()
+        """The schema of a final answer given as JSON text (unwrapped)."""
         self.tool = ToolDefinition(
             FINAL_RESULT_TOOL, "Give the final answer. Call this exactly once, at the end.", schema
         )
