@@ -85,7 +85,7 @@ def test_tool_call_arguments_are_copied() -> None:
     assert call.arguments == {"xs": [1]}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(messages)
 def test_json_roundtrip(message: Message) -> None:
     assert adapter.validate_json(adapter.dump_json(message)) == message

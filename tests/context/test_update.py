@@ -303,7 +303,7 @@ def test_fold_matches_the_reference_model(
     assert state == before
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(json_dicts, st.lists(operations, max_size=5), st.lists(operations, max_size=5))
 def test_folding_a_sum_is_folding_one_after_the_other(
     state: dict[str, Any], first: list[Any], second: list[Any]

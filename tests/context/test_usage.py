@@ -57,7 +57,7 @@ def test_unknown_fields_are_rejected() -> None:
         Usage(cost=3)  # type: ignore[call-arg]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(usages, usages, usages)
 def test_addition_is_associative_and_commutative(a: Usage, b: Usage, c: Usage) -> None:
     assert (a + b) + c == a + (b + c)
