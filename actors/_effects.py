@@ -128,18 +128,29 @@ class EffectRunner:
 
     async def _tool(self, effect: CallTool, ctx: RunContext[Any], deliver: Deliver) -> None:
         tool = effect.tool
+        deadline = asyncio.timeout(effect.timeout)
         try:
-            if tool.is_async:
-                work: Any = tool.invoke(ctx, effect.arguments)
-            else:
-                work = self._loop.run_in_executor(
-                    self._pool, functools.partial(tool.invoke, ctx, effect.arguments)
-                )
-            value = await asyncio.wait_for(work, effect.timeout)
+            async with deadline:
+                if tool.is_async:
+                    value = await tool.invoke(ctx, effect.arguments)
+                else:
+                    value = await self._loop.run_in_executor(
+                        self._pool, functools.partial(tool.invoke, ctx, effect.arguments)
+                    )
             outcome = outcome_of_return(value)
         except TimeoutError as exc:
-            ctx.cancellation.cancel(f"timed out after {effect.timeout:g} s")
-            outcome = outcome_of_error(exc, effect.timeout)
+            if deadline.expired():
+                ctx.cancellation.cancel(f"timed out after {effect.timeout:g} s")
+                outcome = outcome_of_error(exc, effect.timeout)
+            else:  # the tool's own TimeoutError (a service it called) is an ordinary error
+                _log.warning(
+                    "tool raised",
+                    tool=tool.name,
+                    agent_id=ctx.agent_id,
+                    tool_call_id=ctx.tool_call_id,
+                    exc_info=exc,
+                )
+                outcome = outcome_of_error(exc)
         except asyncio.CancelledError:
             outcome = outcome_of_error(Cancelled(ctx.cancellation.reason or "cancelled"))
         except Exception as exc:  # a failing tool is a result for the model, not a crash

@@ -64,6 +64,7 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
+from actors.models._arguments import INVALID_ARGUMENTS_KEY
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
@@ -489,21 +490,30 @@ class AgentLoop:
         run = self._run
         assert run is not None
         problem: str | None = None
-        budget = self.spec.tool_retries
         final = call.name == FINAL_RESULT_TOOL and self._output is not None
+        tool = self._tools.get(call.name)
+        budget = self.spec.tool_retries
         if final:
-            assert self._output is not None
             budget = self.spec.output_retries
+        elif tool is not None and tool.max_retries is not None:
+            budget = tool.max_retries
+        known = final or tool is not None or call.name in self._subagents
+        if known and INVALID_ARGUMENTS_KEY in call.arguments:
+            # The provider could not read the arguments as a JSON object: show them back.
+            problem = (
+                f"The arguments for tool {call.name!r} were not a JSON object: "
+                f"{call.arguments[INVALID_ARGUMENTS_KEY]!r}. Send the arguments as one JSON "
+                "object."
+            )
+        elif final:
+            assert self._output is not None
             try:
                 self._output.from_arguments(call.arguments)
             except ValidationError as exc:
                 problem = f"Invalid final result: {describe_validation_error(exc)}"
         elif call.name in self._subagents:
             problem = validate_task(self._subagents[call.name], call.arguments)
-        elif call.name in self._tools:
-            tool = self._tools[call.name]
-            if tool.max_retries is not None:
-                budget = tool.max_retries
+        elif tool is not None:
             try:
                 tool.validate(call.arguments)
             except ValidationError as exc:
