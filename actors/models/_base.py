@@ -20,12 +20,16 @@ from actors._model import (
     StreamDelta,
     check_model_requests_allowed,
 )
-from actors.exceptions import (
-    Cancelled,
-    UnexpectedModelResponse,
-)
+from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse
 from actors.models._auth import ApiKey, KeyResolver
-from actors.models._errors import excerpt, malformed, redact, status_error, transport_error
+from actors.models._errors import (
+    excerpt,
+    malformed,
+    redact,
+    scrub,
+    status_error,
+    transport_error,
+)
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
 from actors.models._sse import ServerSentEvent, iter_sse
 
@@ -168,7 +172,12 @@ class HTTPModel(ABC):
             timeout = httpx.Timeout(settings["timeout"])
 
         async def attempt() -> ModelResponse:
-            return await self._attempt(body, key, stream, request, timeout)
+            try:
+                return await self._attempt(body, key, stream, request, timeout)
+            except RetryableError as failure:
+                raise RetryableError(scrub(failure.error, key), failure.retry_after) from None
+            except ModelError as error:
+                raise scrub(error, key) from None
 
         # Retries happen here, inside one `request()` call, before any reply is returned.
         # Tools run only after the agent loop receives a reply, so a retry can never make a

@@ -23,7 +23,7 @@ from actors.exceptions import (
 from actors.models._auth import ApiKey
 from actors.models._retry import RetryableError, parse_retry_after
 
-__all__ = ["excerpt", "malformed", "redact", "status_error", "transport_error"]
+__all__ = ["excerpt", "malformed", "redact", "scrub", "status_error", "transport_error"]
 
 _EXCERPT = 500
 _MAX_ERROR_BODY = 64 * 1024
@@ -52,7 +52,26 @@ def malformed(model: str) -> Iterator[None]:
 
 
 def redact(key: ApiKey | None, text: str) -> str:
+    """``text`` with the key masked, if there is a key."""
     return key.redact(text) if key is not None else text
+
+
+def scrub(error: ModelError, key: ApiKey | None) -> ModelError:
+    """Make ``error`` safe to log and show anywhere, whatever the server put into it.
+
+    Its message and body get the key masked. Its cause, context and traceback go: their
+    frames hold the raw reply and the request's headers in local variables, which a
+    traceback printer that shows locals (rich, structlog's dev renderer) would print. The
+    message already names the underlying failure.
+    """
+    error.args = tuple(redact(key, arg) if isinstance(arg, str) else arg for arg in error.args)
+    if isinstance(error, ModelHTTPError):
+        error.body = redact(key, error.body)
+    error.__cause__ = None
+    error.__context__ = None
+    error.__suppress_context__ = True
+    error.__traceback__ = None
+    return error
 
 
 def transport_error(

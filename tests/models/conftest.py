@@ -232,6 +232,7 @@ class Wire:
     """The reply builders, handed to tests by the ``wire`` fixture."""
 
     json = staticmethod(json_reply)
+    send_json = staticmethod(send_json)
     raw = staticmethod(raw_reply)
     sse = staticmethod(sse_reply)
     stalled = staticmethod(stalled_reply)
