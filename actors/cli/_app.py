@@ -1,0 +1,196 @@
+"""The ``actors`` command: argument parsing, logging, and turning errors into one line + hint."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import MutableMapping, Sequence
+from typing import Any, NoReturn
+
+import structlog
+
+from actors import __version__
+from actors.cli import _demo, _run, _sessions
+from actors.cli._errors import CliError
+from actors.exceptions import (
+    ActorsError,
+    AgentDefinitionError,
+    ModelAuthenticationError,
+    ModelError,
+    RunError,
+    SessionNotFoundError,
+    StoreError,
+    UnknownRequestError,
+    UserError,
+)
+
+__all__ = ["build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one line plus a hint, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message, f"see '{self.prog} --help'", code=2)
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every command takes (also accepted before the command name)."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a command's parser must not reset a value given before the command name.
+    common.add_argument(
+        "--db",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="the session database (default: $ACTORS_HOME/sessions.sqlite, ~/.actors/...)",
+    )
+    common.add_argument(
+        "--plain",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="plain lines instead of the live view (the default when stdout is not a terminal)",
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show tracebacks and debug logs",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the whole command."""
+    common = _common()
+    parser = _Parser(
+        prog="actors",
+        parents=[common],
+        description=(
+            "LLM agent trees in which every agent is an actor that owns its context. "
+            "Sessions are stored in $ACTORS_HOME/sessions.sqlite (ACTORS_HOME defaults to "
+            "~/.actors); --db overrides it."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"actors {__version__}")
+    commands = parser.add_subparsers(
+        title="commands", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    _demo.add_parser(commands, common)
+    _run.add_parser(commands, common)
+    _sessions.add_parser(commands, common)
+    return parser
+
+
+def _configure_logging(debug: bool) -> None:
+    """Library logs go to stderr: warnings only, one line each, unless ``--debug``."""
+
+    def one_line(
+        _logger: Any, _method: str, event: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        if not debug and event.pop("exc_info", None):
+            error = sys.exc_info()[1]
+            if error is not None:
+                event["error"] = f"{type(error).__name__}: {error}"
+        return event
+
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            one_line,
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.DEBUG if debug else logging.WARNING
+        ),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _hint_for(error: ActorsError) -> str:
+    """What to do about an error of the library, by its kind."""
+    if isinstance(error, SessionNotFoundError):
+        return "list the stored sessions with 'actors sessions list'"
+    if isinstance(error, UnknownRequestError):
+        return "see the open requests with 'actors sessions show ID'"
+    if isinstance(error, AgentDefinitionError):
+        return "fix the agent spec named above"
+    if isinstance(error, ModelAuthenticationError):
+        return "set the provider's API key (e.g. OPENAI_API_KEY or ANTHROPIC_API_KEY)"
+    if isinstance(error, ModelError):
+        return "check the model name, the provider's key and the network"
+    if isinstance(error, StoreError):
+        return "check the session database, or pass another with --db PATH"
+    if isinstance(error, RunError):
+        return "the session keeps the partial transcript: see 'actors sessions show ID'"
+    if isinstance(error, UserError):
+        return "check the arguments given"
+    return "run again with --debug for details"
+
+
+def _report(message: str, hint: str) -> None:
+    print(f"actors: error: {message}", file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``actors`` command.
+
+    Args:
+        argv: The arguments, without the program name; ``sys.argv[1:]`` by default.
+
+    Returns:
+        The exit code: 0 on success, 1 on a failure, 2 on a usage mistake, 130 when
+        interrupted.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    try:
+        args = build_parser().parse_args(arguments)
+        debug = bool(getattr(args, "debug", False))
+        args.db = getattr(args, "db", None)
+        args.plain = bool(getattr(args, "plain", False))
+        args.debug = debug
+        args.db_flag = f" --db {shlex.quote(args.db)}" if args.db else ""
+        _configure_logging(debug)
+        return int(args.handler(args))
+    except CliError as exc:
+        if debug:
+            traceback.print_exc()
+        _report(exc.message, exc.hint)
+        return exc.code
+    except ActorsError as exc:
+        if debug:
+            traceback.print_exc()
+        _report(_one_line(str(exc)) or type(exc).__name__, _hint_for(exc))
+        return 1
+    except BrokenPipeError:  # `actors sessions show ID | head`: the reader has what it wanted
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        if debug:
+            traceback.print_exc()
+        _report("interrupted", "")
+        return 130
+    except Exception as exc:  # the last line of defence: one line, the traceback on request
+        if debug:
+            traceback.print_exc()
+        _report(
+            f"unexpected {type(exc).__name__}: {_one_line(str(exc))}",
+            "run again with --debug to see the traceback",
+        )
+        return 1
