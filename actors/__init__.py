@@ -5,6 +5,14 @@ from actors._agent_context import AgentContext, TranscriptEntry
 from actors._cancel import CancellationToken
 from actors._events import Event
 from actors._loop import TreeLimits
+from actors._model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamDelta,
+    ToolDefinition,
+)
 from actors._messages import (
     AssistantMessage,
     Message,
@@ -35,6 +43,10 @@ __all__ = [
     "Event",
     "LoggedEvent",
     "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
     "Pending",
     "Request",
     "run_sync",
@@ -42,11 +54,13 @@ __all__ = [
     "RunFuture",
     "RunResult",
     "Runtime",
+    "StreamDelta",
     "Subagent",
     "SystemMessage",
     "Tool",
     "tool",
     "ToolCall",
+    "ToolDefinition",
     "ToolResult",
     "ToolResultMessage",
     "TranscriptEntry",

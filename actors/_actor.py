@@ -161,6 +161,9 @@ class AgentActor(pykka.ThreadingActor):
             self.actors_log.exception("agent loop failed")
             effects = self._crash(exc)
         self._sync_node()
+        # Write-ahead: the events that announce an effect (a tool_call, a subagent_spawned) are
+        # durable before the effect starts, so a crash can never hide a side effect.
+        self._persist()
         self._execute(effects)
         self._persist()
 

@@ -418,7 +418,9 @@ class Runtime:
         """A child answered its parent: stop it unless it is kept or waits on a request."""
         if effect.result is not None and effect.result.status == "suspended":
             return
-        if effect.error is None and effect.result is not None:
+        if child.keep:  # alive, waiting for its parent's next task
+            child.status = "idle"
+        elif effect.error is None and effect.result is not None:
             child.status = "finished" if effect.result.status == "completed" else "cancelled"
         else:
             child.status = "failed"
@@ -461,6 +463,9 @@ class Runtime:
         store, session_id = node.store, node.session_id
         if store is None or session_id is None:
             return
+        if node.saved_status is None:  # a store knows an agent before its events
+            store.put_agent(session_id, self._record(node))
+            node.saved_status = node.status
         if node.buffer:
             batch = list(node.buffer)
             store.append_events(session_id, node.agent_id, batch)

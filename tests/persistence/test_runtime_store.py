@@ -1,0 +1,184 @@
+"""The runtime persists every event of a tree, and restores whole trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors import (
+    Agent,
+    AgentContext,
+    Answer,
+    Pending,
+    Request,
+    RunContext,
+    Runtime,
+    Subagent,
+    tool,
+)
+from actors._recovery import OUTCOME_UNKNOWN
+from actors.exceptions import AgentDefinitionError, SessionNotFoundError
+from actors.store import MemoryStore, SessionStore, SQLiteStore
+from actors.testing import ScriptedModel, call
+
+
+@tool
+def ask(ctx: RunContext[Any], question: str) -> str:
+    """Ask the host.
+
+    Args:
+        question: What to ask.
+    """
+    if ctx.answer is None:
+        return Pending(Request(kind="input", prompt=question))  # type: ignore[return-value]
+    return f"answer: {ctx.answer.data}"
+
+
+def _stored_events(store: SessionStore, session_id: str) -> dict[str, list[tuple[int, str]]]:
+    return {
+        a.record.agent_id: [(e["seq"], e["type"]) for e in a.context["events"]]
+        for a in store.load(session_id).agents
+    }
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "sqlite":
+        with SQLiteStore(tmp_path / "sessions.sqlite") as sqlite:
+            yield sqlite
+    else:
+        with MemoryStore() as memory:
+            yield memory
+
+
+def test_every_event_of_the_tree_is_stored_before_the_result_is_reported(store: Any) -> None:
+    child = Agent("child", model=ScriptedModel(["child answer"], per_agent=True))
+    lead = Agent(
+        "lead",
+        model=ScriptedModel([[call("child", task="a"), call("child", task="b")], "done"]),
+        subagents=[child],
+    )
+    with Runtime() as runtime:
+        ref = runtime.spawn(lead, store=store, session_id="s1", metadata={"user": "ada"})
+        result = ref.run("go", timeout=10)
+        stored = _stored_events(store, "s1")  # read while the runtime still runs
+        live = [(e.seq, e.type) for e in ref.context().events]
+    assert result.completed
+    assert stored["lead"] == live
+    assert {(e.seq, e.type) for e in result.events} <= set(stored["lead"])
+    assert set(stored) == {"lead", "lead-sub-1", "lead-sub-2"}
+    records = {a.record.agent_id: a.record for a in store.load("s1").agents}
+    assert records["lead-sub-1"].parent_id == "lead"
+    assert records["lead-sub-1"].status == "finished"
+
+
+def test_tool_context_is_never_stored(tmp_path: Path) -> None:
+    secret = "sk-do-not-store-4242"
+    db = tmp_path / "s.sqlite"
+    agent = Agent("a", model=ScriptedModel([call("ask", question="q"), "ok"]), tools=[ask])
+    with SQLiteStore(db) as store, Runtime() as runtime:
+        runtime.spawn(agent, store=store, tool_context={"api_key": secret}).run("hi", timeout=10)
+    for path in tmp_path.iterdir():
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_restore_resumes_a_suspension_three_levels_deep(store: Any) -> None:
+    def tree(leaf: list[Any], mid: list[Any], root: list[Any]) -> Agent[Any]:
+        leaf_spec = Agent("leaf", model=ScriptedModel(leaf, per_agent=True), tools=[ask])
+        mid_spec = Agent("mid", model=ScriptedModel(mid, per_agent=True), subagents=[leaf_spec])
+        return Agent("root", model=ScriptedModel(root, per_agent=True), subagents=[mid_spec])
+
+    before = tree(
+        [call("ask", question="color?")], [call("leaf", task="t")], [call("mid", task="t")]
+    )
+    with Runtime() as runtime:
+        result = runtime.spawn(before, store=store, session_id="deep").run("go", timeout=10)
+    assert result.suspended
+    (request,) = result.requests
+    assert request.path == ("root", "root-sub-1", "root-sub-1-sub-1")
+
+    after = tree(["leaf saw blue"], ["mid done"], ["root done"])
+    with Runtime() as runtime:
+        ref = runtime.restore("deep", store=store, agents=[after])
+        assert [n.status for n in ref.tree().walk()] == ["suspended"] * 3
+        done = ref.resume({request.id: Answer(data="blue")}, timeout=10)
+    assert done.completed
+    assert done.output == "root done"
+    leaf_ctx = AgentContext.deserialize(store.load("deep").agents[2].context)
+    assert "answer: blue" in [m.content for m in leaf_ctx.messages]
+
+
+def test_restore_keeps_a_kept_child_and_its_context(store: Any) -> None:
+    def lead(child_script: list[Any], lead_script: list[Any]) -> Agent[Any]:
+        helper = Agent("helper", model=ScriptedModel(child_script, per_agent=True))
+        return Agent(
+            "lead",
+            model=ScriptedModel(lead_script, per_agent=True),
+            subagents=[Subagent(helper, keep=True)],
+        )
+
+    with Runtime() as runtime:
+        ref = runtime.spawn(
+            lead(["first"], [call("helper", task="one"), "ok"]), store=store, session_id="kept"
+        )
+        ref.run("go", timeout=10)
+    with Runtime() as runtime:
+        ref = runtime.restore(
+            "kept", store=store, agents=[lead(["second"], [call("helper", task="two"), "ok"])]
+        )
+        (child,) = ref.tree().children
+        assert child.status == "idle"
+        ref.run("again", timeout=10)
+    helper_ctx = AgentContext.deserialize(store.load("kept").agents[1].context)
+    assert [m.content for m in helper_ctx.messages if m.role == "user"] == ["one", "two"]
+
+
+def test_interrupted_tool_calls_are_classified_once(store: Any) -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Block until released."""
+        started.set()
+        release.wait(10)
+        return "late"
+
+    agent = Agent(
+        "a",
+        model=ScriptedModel([[call("slow"), call("missing_tool_x")]]),
+        tools=[slow],
+        tool_retries=5,
+    )
+    runtime = Runtime()
+    try:
+        ref = runtime.spawn(agent, store=store, session_id="crash")
+        ref.run_async("go")
+        assert started.wait(10)
+    finally:
+        runtime.shutdown()  # the process "dies" with the tool in flight
+        release.set()
+    with Runtime() as runtime:
+        restored = runtime.restore("crash", store=store, agents=[agent])
+        messages = restored.context().messages
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    assert OUTCOME_UNKNOWN in results.values()  # slow() had started: it may have run
+    events = _stored_events(store, "crash")["a"]
+    assert events[-1][1] == "turn_end"
+    with Runtime() as runtime:
+        runtime.restore("crash", store=store, agents=[agent])
+    assert _stored_events(store, "crash")["a"] == events  # idempotent
+
+
+def test_restore_errors_are_typed_and_name_what_is_missing(store: Any) -> None:
+    with pytest.raises(SessionNotFoundError, match="nope"), Runtime() as runtime:
+        runtime.restore("nope", store=store, agents=[])
+    with Runtime() as runtime:
+        runtime.spawn(Agent("named", model=ScriptedModel(["x"])), store=store, session_id="s").run(
+            "hi", timeout=10
+        )
+    with pytest.raises(AgentDefinitionError, match="named"), Runtime() as runtime:
+        runtime.restore("s", store=store, agents=[Agent("other")])
