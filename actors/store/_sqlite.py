@@ -38,6 +38,12 @@ _SYNCHRONOUS: dict[str, str] = {"sync": "FULL", "batch": "NORMAL"}
 # Primary SQLite result codes that mean the file itself is damaged.
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 _BUSY_TIMEOUT = 10.0
+_HINTS = {
+    5: "another connection held the file's write lock too long (10 s); retry later",
+    8: "the file or its directory is read-only; check permissions",
+    10: "the operating system reported an I/O error; check the disk",
+    13: "the disk is full; free space and retry",
+}
 
 
 class SQLiteStore(SessionStore):
@@ -105,7 +111,10 @@ class SQLiteStore(SessionStore):
         path = self._path
         if path.is_dir():
             raise StoreError(f"{path} is a directory; pass the path of a database file")
-        check_file(path)
+        try:
+            check_file(path)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}; check its permissions") from exc
         try:
             conn = sqlite3.connect(
                 path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
@@ -161,7 +170,8 @@ class SQLiteStore(SessionStore):
                 f"{self._path} is damaged ({exc}) while {what}. Restore it from a backup, or "
                 "pass the path of a new file"
             ) from exc
-        raise StoreError(f"{what} failed on {self._path}: {exc}") from exc
+        hint = _HINTS.get(code, "see the cause for details")
+        raise StoreError(f"{what} failed on {self._path}: {exc}; {hint}") from exc
 
     @contextmanager
     def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:

@@ -14,7 +14,7 @@ import pytest
 
 from actors import AgentContext
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError, UserError
-from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema
+from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema, _sqlite
 from actors.store.conformance import StoreConformance, sample_context
 
 from .crash_child import BATCH, event
@@ -224,6 +224,30 @@ def test_another_applications_database_is_refused(path: Path) -> None:
     with raw(path) as conn:
         conn.execute("CREATE TABLE users (name TEXT)")
     assert_refused_untouched(path, CorruptStoreError, "not a session store")
+
+
+def test_a_damaged_payload_is_reported_on_load(path: Path) -> None:
+    fill(path, events=3)
+    with raw(path) as conn:
+        conn.execute("UPDATE events SET data = '{\"seq\": 1,' WHERE seq = 1")
+    store = SQLiteStore(path)
+    with store, pytest.raises(CorruptStoreError, match=f"{path}.*agent 'root' in session 's1'"):
+        store.load("s1")
+
+
+def test_a_locked_file_is_an_error_that_writes_nothing(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(path, events=3)
+    monkeypatch.setattr(_sqlite, "_BUSY_TIMEOUT", 0.05)
+    with SQLiteStore(path) as store, raw(path) as other:
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        with pytest.raises(StoreError, match="lock"):
+            store.append_events("s1", "root", [event(3)])
+        other.execute("ROLLBACK")
+        assert store.last_seq("s1", "root") == 2
+        store.append_events("s1", "root", [event(3)])
+        assert store.last_seq("s1", "root") == 3
 
 
 def test_bad_paths_and_arguments(tmp_path: Path) -> None:
