@@ -9,6 +9,7 @@ from structlog.testing import capture_logs
 
 from actors import (
     Agent,
+    AgentContext,
     AssistantMessage,
     ContextUpdate,
     Event,
@@ -19,6 +20,17 @@ from actors import (
     UserMessage,
     tool,
 )
+from actors._loop import AgentLoop
+from actors._loop_types import (
+    CallModel,
+    CallTool,
+    Finish,
+    ModelReplied,
+    StartRun,
+    ToolFinished,
+    ToolOutcome,
+)
+from actors._model import ModelResponse
 from actors.exceptions import (
     LimitExceededError,
     MaxIterationsExceeded,
@@ -28,9 +40,9 @@ from actors.exceptions import (
     UserError,
 )
 from actors.models import INVALID_ARGUMENTS_KEY
-from actors.testing import ScriptedModel, call
+from actors.testing import FakeClock, ScriptedModel, call
 
-from .helpers import tool_results, types
+from .helpers import plain, tool_results, types
 
 
 @tool
@@ -367,3 +379,55 @@ def test_logs_carry_the_agent_id(rt: Runtime) -> None:
         )
         ref.run("?")
     assert any(e.get("agent_id") == "logged" for e in logs)
+
+
+# -- the state machine alone ----------------------------------------------------------------------
+
+
+def _drive_reversed(order: list[int]) -> list[tuple[str, dict[str, Any]]]:
+    """Feed the loop a reply with three tool calls and complete them in ``order``."""
+
+    @tool
+    def note(text: str) -> str:
+        """Note."""
+        return text
+
+    agent = Agent("sm", tools=[note])
+    loop = AgentLoop(agent, AgentContext("sm", clock=FakeClock()), model=ScriptedModel([]))
+    (effect,) = loop.handle(StartRun("go", "run-1", reply="host"))
+    assert isinstance(effect, CallModel)
+    calls = tuple(ToolCall(id=f"c{i}", name="note", arguments={"text": str(i)}) for i in range(3))
+    reply = ModelResponse(AssistantMessage(tool_calls=calls))
+    effects = loop.handle(ModelReplied("run-1", 1, response=reply))
+    assert [type(e) for e in effects] == [CallTool, CallTool, CallTool]
+    assert loop.status == "running"
+    for i in order:
+        update = ContextUpdate().append("seen", i)
+        done = loop.handle(ToolFinished("run-1", f"c{i}", ToolOutcome(str(i), update=update)))
+        if i != order[-1]:
+            assert done == []  # nothing is applied until every call of the step is in
+    (effect,) = done
+    assert isinstance(effect, CallModel)
+    (finish,) = loop.handle(
+        ModelReplied("run-1", 2, response=ModelResponse(AssistantMessage(content="ok")))
+    )
+    assert isinstance(finish, Finish)
+    assert finish.result is not None
+    assert finish.result.metadata["seen"] == (0, 1, 2)
+    assert loop.status == "idle"
+    return plain(loop.ctx.events)
+
+
+def test_state_machine_applies_results_in_call_order_whatever_the_completion_order() -> None:
+    assert _drive_reversed([0, 1, 2]) == _drive_reversed([2, 1, 0]) == _drive_reversed([1, 2, 0])
+
+
+def test_state_machine_discards_stale_inputs() -> None:
+    loop = AgentLoop(Agent("sm"), AgentContext("sm"), model=ScriptedModel([]))
+    assert loop.handle(ToolFinished("nope", "c1", ToolOutcome("x"))) == []
+    loop.handle(StartRun("go", "run-1", reply="host"))
+    before = len(loop.ctx.events)
+    stale = ModelResponse(AssistantMessage(content="old"))
+    assert loop.handle(ModelReplied("run-0", 1, response=stale)) == []
+    assert loop.handle(ModelReplied("run-1", 7, response=stale)) == []
+    assert len(loop.ctx.events) == before
