@@ -5,14 +5,6 @@ from actors._agent_context import AgentContext, TranscriptEntry
 from actors._cancel import CancellationToken
 from actors._events import Event
 from actors._loop import TreeLimits
-from actors._model import (
-    Model,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    StreamDelta,
-    ToolDefinition,
-)
 from actors._messages import (
     AssistantMessage,
     Message,
@@ -20,6 +12,14 @@ from actors._messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+)
+from actors._model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamDelta,
+    ToolDefinition,
 )
 from actors._ref import AgentRef, RunFuture, TreeNode
 from actors._result import RunResult

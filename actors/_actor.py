@@ -15,6 +15,8 @@ from actors._agent import Agent
 from actors._events import Event
 from actors._loop import AgentLoop
 from actors._loop_types import (
+    ApprovalDecided,
+    AskApproval,
     CallModel,
     CallTool,
     CancelChild,
@@ -51,7 +53,16 @@ __all__ = [
 
 _log = structlog.get_logger("actors.actor")
 
-_INPUTS = (StartRun, ModelReplied, ToolFinished, ChildFinished, CancelRun, ResumeRun, Steer)
+_INPUTS = (
+    StartRun,
+    ModelReplied,
+    ToolFinished,
+    ChildFinished,
+    CancelRun,
+    ResumeRun,
+    Steer,
+    ApprovalDecided,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +235,10 @@ class AgentActor(pykka.ThreadingActor):
                     runtime.run_child(self.actors_node, self.actor_ref, effect)
                 elif isinstance(effect, ResumeChild):
                     runtime.resume_child(self.actor_ref, effect)
+                elif isinstance(effect, AskApproval):
+                    handler = self.actors_node.approval_handler
+                    assert handler is not None
+                    runtime.effects.call_approval(effect, handler, self._deliver)
                 elif isinstance(effect, CancelChild):
                     runtime.cancel_agent(effect.child_id, effect.reason)
                 elif isinstance(effect, Finish):

@@ -14,16 +14,46 @@ from typing import Any
 
 import structlog
 
-from actors._loop_types import CallModel, CallTool, Input, ModelReplied, ToolFinished
+from actors._loop_types import (
+    ApprovalDecided,
+    AskApproval,
+    CallModel,
+    CallTool,
+    Input,
+    ModelReplied,
+    ToolFinished,
+)
 from actors._outcome import outcome_of_error, outcome_of_return
 from actors._run_context import Delegator, RunContext
+from actors._suspension import Answer, Request
 from actors.exceptions import Cancelled
 
-__all__ = ["EffectRunner"]
+__all__ = ["ApprovalHandler", "EffectRunner", "decide_approval"]
 
 _log = structlog.get_logger("actors.effects")
 
 Deliver = Callable[[Input], None]
+
+ApprovalHandler = Callable[[Request], "Answer | bool"]
+"""An in-process approval handler: the request (tool name and arguments in ``data``) in,
+an `Answer` (or a bool) out. It runs on a tool thread, so it may block (e.g. on a prompt)."""
+
+
+def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
+    """Ask ``handler``; a bool becomes an `Answer`, and anything else (or an error) denies."""
+    try:
+        decision: object = handler(request)
+    except Exception as exc:  # a failing handler denies: deny-by-default
+        _log.warning("approval handler raised", exc_info=exc)
+        return Answer(ok=False, reason=f"the approval handler failed: {type(exc).__name__}: {exc}")
+    if isinstance(decision, bool):
+        return Answer(ok=decision)
+    if isinstance(decision, Answer):
+        return decision
+    return Answer(
+        ok=False,
+        reason=f"the approval handler returned {type(decision).__name__}, not an Answer or a bool",
+    )
 
 
 class EffectRunner:
@@ -163,6 +193,17 @@ class EffectRunner:
             )
             outcome = outcome_of_error(exc)
         deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
+
+    def call_approval(
+        self, effect: AskApproval, handler: ApprovalHandler, deliver: Deliver
+    ) -> None:
+        """Ask the host's approval handler on a tool thread; deliver `ApprovalDecided`."""
+
+        def decide() -> None:
+            answer = decide_approval(handler, effect.request)
+            deliver(ApprovalDecided(effect.run_id, effect.call_id, answer))
+
+        self._pool.submit(decide)
 
     def close(self) -> None:
         """Stop the loop and the pool (tools still running are abandoned)."""

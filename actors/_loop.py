@@ -20,6 +20,8 @@ from actors._agent import Agent, Subagent
 from actors._agent_context import AgentContext
 from actors._cancel import CancellationToken
 from actors._loop_types import (
+    ApprovalDecided,
+    AskApproval,
     CallModel,
     CallTool,
     CancelChild,
@@ -64,7 +66,6 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from actors.models._arguments import INVALID_ARGUMENTS_KEY
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
@@ -73,6 +74,11 @@ _log = structlog.get_logger("actors.agent")
 LoopStatus = Literal["idle", "running", "suspended"]
 
 NOT_EXECUTED = "Tool call was not executed: {reason}"
+
+# The providers' marker for arguments that were not a JSON object (actors.models
+# INVALID_ARGUMENTS_KEY). Spelled out so the loop does not import the HTTP providers; a test
+# keeps the two equal.
+INVALID_ARGUMENTS_KEY = "__actors_invalid_arguments__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +148,10 @@ class AgentLoop:
         tool_context: Any = None,
         depth: int = 0,
         limits: TreeLimits | None = None,
+        approval_handler: bool = False,
     ) -> None:
         self.spec = spec
+        self.approval_handler = approval_handler
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
@@ -163,7 +171,11 @@ class AgentLoop:
             + ([self._output.tool] if self._output and self._use_output_tool else [])
         )
         self._run: _Run | None = None
-        self._children_spawned = sum(1 for e in context.events if e.type == "subagent_spawned")
+        self._children_spawned = sum(
+            1
+            for e in context.events
+            if e.type == "subagent_spawned" and not e.data.get("continued")
+        )
         self._kept: dict[str, str] = {
             e.data["name"]: e.data["child_id"]
             for e in context.events
@@ -274,6 +286,8 @@ class AgentLoop:
             return self._resume(message)
         if isinstance(message, Steer):
             return self._steer(message.message)
+        if isinstance(message, ApprovalDecided):
+            return self._on_approval(message)
         raise TypeError(f"unknown input {message!r}")
 
     # -- starting ----------------------------------------------------------------------------
@@ -643,9 +657,31 @@ class AgentLoop:
                 )
             )
             slot.state = "applied"
+        if self.approval_handler:
+            asks: list[Effect] = []
+            for slot in calls:
+                if slot.state == "parked" and slot.approval and slot.request is not None:
+                    slot.state = "running"  # the handler decides; nothing surfaces to the host
+                    asks.append(AskApproval(run.run_id, slot.call.id, slot.request))
+            if asks:
+                return asks
         if any(c.state == "parked" for c in calls):
             return [Finish(run.reply, result=self._result("suspended"))]
         return self._next_step()
+
+    def _on_approval(self, message: ApprovalDecided) -> list[Effect]:
+        run = self._run
+        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
+        if slot is None or not slot.approval or slot.state != "running" or slot.request is None:
+            _log.info("late approval discarded", agent_id=self.ctx.agent_id)
+            return []
+        answer = message.answer
+        self.ctx.log_event(
+            "resumed", {"request_id": slot.request.id, "ok": answer.ok, "by": "approval_handler"}
+        )
+        slot.request = None
+        effects = self._answered(slot, answer, self.ctx.metadata_snapshot())
+        return [*effects, *self._settle()]
 
     # -- subagents ----------------------------------------------------------------------------
 

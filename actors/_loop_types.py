@@ -21,6 +21,8 @@ from actors._usage import Usage
 from actors.exceptions import ActorsError
 
 __all__ = [
+    "ApprovalDecided",
+    "AskApproval",
     "CallModel",
     "CallTool",
     "CancelChild",
@@ -103,7 +105,25 @@ class Steer:
     message: UserMessage
 
 
-Input = StartRun | ModelReplied | ToolFinished | ChildFinished | CancelRun | ResumeRun | Steer
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """The host's in-process approval handler answered for call ``call_id``."""
+
+    run_id: str
+    call_id: str
+    answer: Answer
+
+
+Input = (
+    StartRun
+    | ModelReplied
+    | ToolFinished
+    | ChildFinished
+    | CancelRun
+    | ResumeRun
+    | Steer
+    | ApprovalDecided
+)
 
 # -- effects ------------------------------------------------------------------------------------
 
@@ -155,6 +175,15 @@ class CancelChild:
 
 
 @dataclass(frozen=True, slots=True)
+class AskApproval:
+    """Ask the host's in-process approval handler about a call that needs approval."""
+
+    run_id: str
+    call_id: str
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     """Answer the caller waiting on ``reply`` with a result or an error."""
 
@@ -163,6 +192,6 @@ class Finish:
     error: ActorsError | None = None
 
 
-Effect = CallModel | CallTool | RunChild | ResumeChild | CancelChild | Finish
+Effect = CallModel | CallTool | RunChild | ResumeChild | CancelChild | AskApproval | Finish
 
 _ = Agent  # re-exported for type readers of RunChild

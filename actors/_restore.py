@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._agent import Agent
 from actors._agent_context import AgentContext
+from actors._effects import ApprovalHandler
 from actors._loop import AgentLoop
 from actors._messages import ToolCall, ToolResultMessage
 from actors._recovery import open_turn, recover
@@ -46,6 +47,7 @@ def restore_tree(
     store: SessionStore,
     agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
     tool_context: Any = None,
+    approval_handler: ApprovalHandler | None = None,
 ) -> AgentRef:
     """See `Runtime.restore`."""
     from actors._ref import AgentRef
@@ -81,6 +83,7 @@ def restore_tree(
             position=record.position,
             status=record.status,
             saved_status=record.status,
+            approval_handler=approval_handler,
         )
         if parent is not None:
             parent.children.append(record.agent_id)
@@ -142,6 +145,7 @@ def restore_tree(
             tool_context=tool_context,
             depth=node.depth,
             limits=runtime.limits,
+            approval_handler=approval_handler is not None,
         )
         for call, child_id in child_parks[agent_id]:
             loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)

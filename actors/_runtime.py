@@ -16,6 +16,7 @@ import structlog
 from actors._actor import AgentActor, Delegate, DelegateReply, ParentReply
 from actors._agent import Agent
 from actors._agent_context import AgentContext
+from actors._effects import ApprovalHandler
 from actors._events import Clock, Event, system_clock
 from actors._frozen import thaw
 from actors._json import JsonError, json_copy
@@ -69,6 +70,7 @@ class AgentNode:
     position: int = 0
     buffer: list[Event] = field(default_factory=list)
     saved_status: str | None = None
+    approval_handler: ApprovalHandler | None = None
 
     def publish_event(self, event: Event) -> None:
         if self.store is not None:
@@ -179,6 +181,7 @@ class Runtime:
         store: SessionStore,
         agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
         tool_context: Any = None,
+        approval_handler: ApprovalHandler | None = None,
     ) -> AgentRef:
         """Rebuild a persisted tree and return a handle on its root.
 
@@ -193,6 +196,7 @@ class Runtime:
             store: The store that holds it.
             agents: The specs, matched by name (subagents of the given specs are found too).
             tool_context: The static channel, given again (it is never stored).
+            approval_handler: As for `spawn`; approvals already open stay open for ``resume``.
 
         Raises:
             SessionNotFoundError: no such session in the store.
@@ -204,7 +208,14 @@ class Runtime:
             raise UserError(
                 f"session {session_id!r} is already live in this runtime (agent {stored_id!r})"
             )
-        return restore_tree(self, session_id, store=store, agents=agents, tool_context=tool_context)
+        return restore_tree(
+            self,
+            session_id,
+            store=store,
+            agents=agents,
+            tool_context=tool_context,
+            approval_handler=approval_handler,
+        )
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
         """The model an agent of ``spec`` uses."""
@@ -235,6 +246,7 @@ class Runtime:
         agent_id: str | None = None,
         store: SessionStore | None = None,
         session_id: str | None = None,
+        approval_handler: ApprovalHandler | None = None,
     ) -> AgentRef:
         """Start a root agent actor for ``agent`` and return a handle to it.
 
@@ -246,6 +258,10 @@ class Runtime:
             agent_id: The agent's id; the spec's name by default (made unique in this runtime).
             store: Persist every event of the tree here (see `actors.store`).
             session_id: The session's id in the store; a new random id by default.
+            approval_handler: Decides, in process, on every call of a tool marked
+                ``requires_approval`` anywhere in the tree (instead of surfacing an approval
+                request to the host). Takes the `Request`, returns an `Answer` or a bool; runs
+                on a tool thread. A handler that raises denies.
 
         Raises:
             UserError: the runtime is shut down, or the metadata is not plain JSON.
@@ -267,6 +283,7 @@ class Runtime:
             clock=self.clock,
         )
         node = AgentNode(agent_id, agent.name, None, agent_id, 0, agent, tool_context)
+        node.approval_handler = approval_handler
         if store is not None:
             self._open_session(node, store, session_id)
             node.buffer.extend(context.events)  # the initial metadata, logged before spawn
@@ -283,6 +300,7 @@ class Runtime:
             tool_context=node.tool_context,
             depth=node.depth,
             limits=self.limits,
+            approval_handler=node.approval_handler is not None,
         )
         node.status = loop.status
         with self._lock:
@@ -381,6 +399,7 @@ class Runtime:
             parent.tool_context,  # forwarded unchanged: the same object
             store=parent.store,
             session_id=parent.session_id,
+            approval_handler=parent.approval_handler,
         )
         child.buffer.extend(context.events)
         with self._lock:

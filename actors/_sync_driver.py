@@ -15,10 +15,13 @@ from typing import Any
 
 from actors._agent import Agent
 from actors._agent_context import AgentContext
+from actors._effects import ApprovalHandler, decide_approval
 from actors._events import Clock, system_clock
 from actors._frozen import thaw
 from actors._loop import AgentLoop, TreeLimits
 from actors._loop_types import (
+    ApprovalDecided,
+    AskApproval,
     CallModel,
     CallTool,
     CancelChild,
@@ -59,6 +62,7 @@ class SyncDriver:
         agent_id: The agent's id (the spec's name by default).
         clock: Where timestamps come from.
         limits: Tree limits.
+        approval_handler: Decides approvals in process (see `Runtime.spawn`).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class SyncDriver:
         agent_id: str | None = None,
         clock: Clock = system_clock,
         limits: TreeLimits | None = None,
+        approval_handler: ApprovalHandler | None = None,
         _parent_id: str | None = None,
         _depth: int = 0,
     ) -> None:
@@ -90,7 +95,9 @@ class SyncDriver:
             tool_context=tool_context,
             depth=_depth,
             limits=limits,
+            approval_handler=approval_handler is not None,
         )
+        self._approval_handler = approval_handler
         self._tool_context = tool_context
         self._clock = clock
         self._limits = limits
@@ -148,6 +155,10 @@ class SyncDriver:
         elif isinstance(effect, CancelChild):
             if effect.child_id in self._children:
                 self._children[effect.child_id].cancel(effect.reason)
+        elif isinstance(effect, AskApproval):
+            assert self._approval_handler is not None
+            answer = decide_approval(self._approval_handler, effect.request)
+            self._queue.append(ApprovalDecided(effect.run_id, effect.call_id, answer))
         elif isinstance(effect, Finish) and effect.reply == "host":
             self._outcome = (effect.result, effect.error)
 
@@ -185,6 +196,7 @@ class SyncDriver:
                 agent_id=effect.child_id,
                 clock=self._clock,
                 limits=self._limits,
+                approval_handler=self._approval_handler,
                 _parent_id=self.context.agent_id,
                 _depth=self.loop.depth + 1,
             )
