@@ -171,9 +171,11 @@ class HTTPModel(ABC):
         if "timeout" in settings:
             timeout = httpx.Timeout(settings["timeout"])
 
+        log = _log.bind(model=self.name, agent_id=request.agent_id)
+
         async def attempt() -> ModelResponse:
             try:
-                return await self._attempt(body, key, stream, request, timeout)
+                return await self._attempt(body, key, stream, request, timeout, log)
             except RetryableError as failure:
                 raise RetryableError(scrub(failure.error, key), failure.retry_after) from None
             except ModelError as error:
@@ -182,8 +184,8 @@ class HTTPModel(ABC):
         # Retries happen here, inside one `request()` call, before any reply is returned.
         # Tools run only after the agent loop receives a reply, so a retry can never make a
         # tool run twice; the worst it repeats is the model's own work.
-        retried = send_with_retries(attempt, self._retry, model_name=self.name)
-        return await self._cancellable(request, retried)
+        retried = send_with_retries(attempt, self._retry, log=log)
+        return await self._cancellable(request, retried, log)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created (a client passed in stays open).
@@ -241,7 +243,7 @@ class HTTPModel(ABC):
             self._client_loop = loop
         return self._client
 
-    async def _cancellable(self, request: ModelRequest, work: Any) -> ModelResponse:
+    async def _cancellable(self, request: ModelRequest, work: Any, log: Any) -> ModelResponse:
         """Await ``work``; a cancel of ``request.cancellation`` from any thread stops it.
 
         The token's callback may run on any thread, so it only schedules the task's
@@ -271,7 +273,7 @@ class HTTPModel(ABC):
             return result
         except asyncio.CancelledError:
             if ours and task.uncancel() == 0:
-                _log.info("model.cancelled", model=self.name)
+                log.info("model.cancelled", reason=request.cancellation.reason)
                 raise Cancelled(request.cancellation.reason or "cancelled") from None
             raise
         finally:
@@ -285,6 +287,7 @@ class HTTPModel(ABC):
         stream: bool,
         request: ModelRequest,
         timeout: httpx.Timeout | None,
+        log: Any,
     ) -> ModelResponse:
         client = self._http()
         http_request = client.build_request(
@@ -306,9 +309,8 @@ class HTTPModel(ABC):
         except httpx.HTTPError as exc:
             raise transport_error(exc, key, self.name, replied=False) from exc
         try:
-            _log.debug(
+            log.debug(
                 "model.response",
-                model=self.name,
                 status=response.status_code,
                 seconds=round(time.monotonic() - started, 3),
             )

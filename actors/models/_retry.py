@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -129,7 +129,7 @@ async def send_with_retries(
     attempt: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     *,
-    model_name: str,
+    log: Any = _log,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
@@ -137,6 +137,7 @@ async def send_with_retries(
 
     ``attempt`` raises `RetryableError` for a failure worth another try, and a `ModelError`
     for one that is not. When no retry follows, the `RetryableError`'s ``error`` is raised.
+    ``log`` is a structlog logger, bound to the model and the agent.
     """
     started = clock()
     number = 1
@@ -147,17 +148,15 @@ async def send_with_retries(
             wait = policy.delay(number, failure.retry_after)
             elapsed = clock() - started
             if number >= policy.max_attempts or elapsed + wait > policy.total:
-                _log.warning(
+                log.warning(
                     "model.request_failed",
-                    model=model_name,
                     attempts=number,
                     error=type(failure.error).__name__,
                     reason=str(failure.error),
                 )
                 raise failure.error from failure.__cause__
-            _log.info(
+            log.info(
                 "model.retry",
-                model=model_name,
                 attempt=number,
                 delay=round(wait, 3),
                 reason=str(failure.error),

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 
 from actors._cancel import CancellationToken
 from actors._messages import AssistantMessage, ToolCall, UserMessage
@@ -240,6 +241,17 @@ def test_500_then_success(server: Any, wire: Any) -> None:
     response = run(openai(server), ask())
     assert response.message.content == "recovered"
     assert len(server.received) == 2
+
+
+def test_retries_are_logged_with_the_model_and_agent(server: Any, wire: Any) -> None:
+    server.script(wire.json(503, {"error": "busy"}), wire.json(200, openai_text("ok")))
+    with structlog.testing.capture_logs() as logs:
+        run(openai(server), ask(agent_id="root-1"))
+    (retry,) = [log for log in logs if log["event"] == "model.retry"]
+    assert retry["model"] == "openai:local-model"
+    assert retry["agent_id"] == "root-1"
+    assert retry["attempt"] == 1
+    assert "503" in retry["reason"]
 
 
 def test_500_every_time_ends_in_a_typed_error(server: Any, wire: Any) -> None:

@@ -49,7 +49,6 @@ def run(attempt: object, policy: RetryPolicy, time: FakeTime) -> str:
         send_with_retries(
             attempt,  # type: ignore[arg-type]
             policy,
-            model_name="test:model",
             sleep=time.sleep,
             clock=time.clock,
         )
