@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from actors._agent import Agent
 from actors._result import RunResult
@@ -9,15 +9,17 @@ from actors._runtime import Runtime
 
 __all__ = ["run_sync"]
 
+OutputT = TypeVar("OutputT")
+
 
 def run_sync(
-    agent: Agent[Any],
+    agent: Agent[OutputT],
     prompt: str,
     *,
     tool_context: Any = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
-) -> RunResult[Any]:
+) -> RunResult[OutputT]:
     """Run ``agent`` once on ``prompt`` in a fresh runtime and return the result (for scripts).
 
     Example:

@@ -8,7 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 import structlog
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentNode", "Runtime"]
 
 _log = structlog.get_logger("actors.runtime")
+
+OutputT = TypeVar("OutputT")
 
 ASK_TIMEOUT = 10.0
 
@@ -239,7 +241,7 @@ class Runtime:
 
     def spawn(
         self,
-        agent: Agent[Any],
+        agent: Agent[OutputT],
         *,
         tool_context: Any = None,
         metadata: Mapping[str, Any] | None = None,
@@ -247,7 +249,7 @@ class Runtime:
         store: SessionStore | None = None,
         session_id: str | None = None,
         approval_handler: ApprovalHandler | None = None,
-    ) -> AgentRef:
+    ) -> AgentRef[OutputT]:
         """Start a root agent actor for ``agent`` and return a handle to it.
 
         Args:
@@ -290,7 +292,8 @@ class Runtime:
         self._start(node, context)
         from actors._ref import AgentRef
 
-        return AgentRef(self, node)
+        ref: AgentRef[OutputT] = AgentRef(self, node)
+        return ref
 
     def _start(self, node: AgentNode, context: AgentContext) -> None:
         loop = AgentLoop(
