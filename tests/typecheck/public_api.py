@@ -6,9 +6,9 @@ CI runs ``mypy --strict tests/typecheck``; a change that loses a type fails ther
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_type
 
 from pydantic import BaseModel
-from typing_extensions import assert_type
 
 from actors import Agent, ContextUpdate, RunContext, RunResult, Runtime, tool
 from actors.testing import ScriptedModel
