@@ -1,0 +1,234 @@
+"""Per-run overhead of an actors agent, against the floor of a raw pykka ask.
+
+    .venv/bin/python bench/run_overhead.py [--quick] [--json PATH]
+
+Measures, in one process:
+
+- raw ask: a `pykka.ThreadingActor` whose ``on_receive`` returns the message; ``ref.ask(x)``.
+- hop: an ask round trip through an agent actor (`AgentActor.on_receive` answering a status
+  `Query`): what one message between agents costs on top of pykka. Also ``ref.context()``,
+  the public query, which serializes and copies the agent's context on top of the hop.
+- one run (a `ScriptedModel` makes one tool call, then answers), sequential:
+  a fresh agent per run (spawn and stop timed apart from the run: the headline), and one agent
+  reused with ``ref.run`` for 200 runs (its transcript grows by 4 messages a run, and so does
+  the cost of a run: the first and second halves are reported apart);
+- 100 runs at once: 100 agents spawned first, then ``run_async`` on all and wait for all;
+  the figure is wall time / 100.
+
+Target (issue 3): one run <= 0.8 ms sequential. Target (issue 9): hop <= 1.5x raw ask.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if not __package__:  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pykka
+
+from actors import Agent, Runtime, ToolCall
+from actors._actor import Query
+from actors.testing import ScriptedModel
+from bench._common import finish, fmt_time, median, parser
+
+RUN_TARGET = 0.8e-3
+HOP_TARGET = 1.5
+
+
+def echo(text: str) -> str:
+    """Give the text back.
+
+    Args:
+        text: Anything.
+    """
+    return text
+
+
+class Echo(pykka.ThreadingActor):
+    def on_receive(self, message: Any) -> Any:
+        return message
+
+
+def raw_ask(n: int) -> float:
+    """Median seconds of one ``ask`` round trip to a bare pykka actor."""
+    ref = Echo.start()
+    try:
+        for _ in range(min(n, 1000)):  # warm up
+            ref.ask(1)
+        samples = []
+        clock = time.perf_counter
+        for i in range(n):
+            began = clock()
+            ref.ask(i)
+            samples.append(clock() - began)
+    finally:
+        ref.stop()
+    return median(samples)
+
+
+def spec(replies: int = 1) -> Agent[Any]:
+    """An agent whose scripted model calls `echo` once, then answers, ``replies`` times over."""
+    script: list[Any] = []
+    for i in range(replies):
+        script += [ToolCall(id=f"c{i}", name="echo", arguments={"text": "hi"}), "done"]
+    return Agent("bench", model=ScriptedModel(script, per_agent=True), tools=[echo])
+
+
+def hop(n: int) -> dict[str, float]:
+    """Median seconds of a status query and of ``ref.context()`` on an idle agent."""
+    with Runtime() as runtime:
+        ref = runtime.spawn(spec())
+        actor = ref._node.ref
+        assert actor is not None
+        query = Query("status")
+        for _ in range(min(n, 1000)):
+            actor.ask(query)
+        clock = time.perf_counter
+        samples = []
+        for _ in range(n):
+            began = clock()
+            actor.ask(query, timeout=10)
+            samples.append(clock() - began)
+        contexts = []
+        for _ in range(max(1, n // 10)):
+            began = clock()
+            ref.context()
+            contexts.append(clock() - began)
+    return {"hop": median(samples), "context": median(contexts)}
+
+
+def sequential_fresh(n: int) -> dict[str, float]:
+    """A fresh agent per run: medians of spawn, run and stop, apart."""
+    agent = spec()
+    clock = time.perf_counter
+    spawns, runs, stops = [], [], []
+    with Runtime() as runtime:
+        for i in range(min(50, n)):  # warm up (imports, first-call caches)
+            runtime.spawn(agent, agent_id=f"warm-{i}").run("go")
+        for i in range(n):
+            t0 = clock()
+            ref = runtime.spawn(agent, agent_id=f"a{i}")
+            t1 = clock()
+            result = ref.run("go", timeout=30)
+            t2 = clock()
+            ref.stop()
+            t3 = clock()
+            spawns.append(t1 - t0)
+            runs.append(t2 - t1)
+            stops.append(t3 - t2)
+        assert result.output == "done", result.output
+    return {"spawn": median(spawns), "run": median(runs), "stop": median(stops)}
+
+
+def sequential_reused(n: int) -> dict[str, float]:
+    """One agent, ``n`` runs in a row: its transcript grows by 4 messages a run."""
+    clock = time.perf_counter
+    with Runtime() as runtime:
+        ref = runtime.spawn(spec(n + 20))
+        for _ in range(20):
+            ref.run("go")
+        runs = []
+        for _ in range(n):
+            began = clock()
+            ref.run("go", timeout=30)
+            runs.append(clock() - began)
+    half = len(runs) // 2
+    return {
+        "run": median(runs),
+        "first_half": median(runs[:half]) if half else median(runs),
+        "second_half": median(runs[half:]),
+    }
+
+
+def concurrent(width: int, rounds: int) -> dict[str, float]:
+    """``width`` agents run at once; per-run = wall / width, median over ``rounds``."""
+    agent = spec()
+    clock = time.perf_counter
+    per_run, spawn = [], []
+    with Runtime() as runtime:
+        for r in range(rounds + 1):
+            t0 = clock()
+            refs = [runtime.spawn(agent, agent_id=f"r{r}-{i}") for i in range(width)]
+            t1 = clock()
+            futures = [ref.run_async("go") for ref in refs]
+            for future in futures:
+                assert future.result(timeout=60).output == "done"
+            t2 = clock()
+            for ref in refs:
+                ref.stop()
+            if r:  # the first round warms up
+                spawn.append((t1 - t0) / width)
+                per_run.append((t2 - t1) / width)
+    return {"run": median(per_run), "spawn": median(spawn)}
+
+
+def measure(quick: bool) -> dict[str, Any]:
+    asks = 300 if quick else 20_000
+    runs = 30 if quick else 2_000
+    width, rounds = (20, 2) if quick else (100, 10)
+    gc.collect()
+    ask = raw_ask(asks)
+    hops = hop(asks)
+    fresh = sequential_fresh(runs)
+    reused = sequential_reused(min(runs, 200))
+    wide = concurrent(width, rounds)
+    return {
+        "quick": quick,
+        "sizes": {
+            "asks": asks,
+            "runs": runs,
+            "reused_runs": min(runs, 200),
+            "width": width,
+            "rounds": rounds,
+        },
+        "raw_ask_s": ask,
+        "hop_s": hops["hop"],
+        "context_query_s": hops["context"],
+        "hop_over_ask": hops["hop"] / ask,
+        "run_fresh_s": fresh["run"],
+        "spawn_s": fresh["spawn"],
+        "stop_s": fresh["stop"],
+        "run_reused_s": reused["run"],
+        "run_reused_first_half_s": reused["first_half"],
+        "run_reused_second_half_s": reused["second_half"],
+        "run_concurrent_s": wide["run"],
+        "spawn_concurrent_s": wide["spawn"],
+        "concurrency": width,
+        "targets": {"run_s": RUN_TARGET, "hop_over_ask": HOP_TARGET},
+    }
+
+
+def report(r: dict[str, Any]) -> str:
+    ok = "met" if r["run_fresh_s"] <= RUN_TARGET else "MISSED"
+    hop_ok = "met" if r["hop_over_ask"] <= HOP_TARGET else "MISSED"
+    return "\n".join(
+        [
+            f"raw pykka ask            {fmt_time(r['raw_ask_s'])}",
+            f"hop (status query)       {fmt_time(r['hop_s'])}  "
+            f"= {r['hop_over_ask']:.2f}x raw ask (target <= {HOP_TARGET}x: {hop_ok})",
+            f"ref.context()            {fmt_time(r['context_query_s'])}",
+            f"run, fresh agent         {fmt_time(r['run_fresh_s'])}  "
+            f"(target <= {fmt_time(RUN_TARGET)}: {ok})",
+            f"  spawn / stop           {fmt_time(r['spawn_s'])} / {fmt_time(r['stop_s'])}",
+            f"run, reused agent        {fmt_time(r['run_reused_s'])}  "
+            f"(first half {fmt_time(r['run_reused_first_half_s'])}, "
+            f"second half {fmt_time(r['run_reused_second_half_s'])})",
+            f"run, {r['concurrency']} at once          {fmt_time(r['run_concurrent_s'])} per run "
+            f"(spawn {fmt_time(r['spawn_concurrent_s'])} per agent)",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser(__doc__).parse_args(argv)
+    result = measure(args.quick)
+    return finish(result, args.json, lambda: report(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
