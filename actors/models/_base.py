@@ -20,7 +20,7 @@ from actors._model import (
     StreamDelta,
     check_model_requests_allowed,
 )
-from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse
+from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse, UserError
 from actors.models._auth import ApiKey, KeyResolver
 from actors.models._errors import (
     excerpt,
@@ -166,7 +166,7 @@ class HTTPModel(ABC):
         settings: ModelSettings = {**self._settings, **request.settings}
         stream = bool(settings.get("stream", request.on_delta is not None))
         key = self._keys.resolve()
-        body = self._body(request, settings, stream)
+        content = _encode(self._body(request, settings, stream))
         timeout: httpx.Timeout | None = None
         if "timeout" in settings:
             timeout = httpx.Timeout(settings["timeout"])
@@ -175,7 +175,7 @@ class HTTPModel(ABC):
 
         async def attempt() -> ModelResponse:
             try:
-                return await self._attempt(body, key, stream, request, timeout, log)
+                return await self._attempt(content, key, stream, request, timeout, log)
             except RetryableError as failure:
                 raise RetryableError(scrub(failure.error, key), failure.retry_after) from None
             except ModelError as error:
@@ -282,7 +282,7 @@ class HTTPModel(ABC):
 
     async def _attempt(
         self,
-        body: dict[str, Any],
+        content: bytes,
         key: ApiKey | None,
         stream: bool,
         request: ModelRequest,
@@ -293,9 +293,12 @@ class HTTPModel(ABC):
         http_request = client.build_request(
             "POST",
             self._base_url + self._path,
-            json=body,
-            headers={"accept": "text/event-stream" if stream else "application/json"}
-            | self._headers(),
+            content=content,
+            headers={
+                "content-type": "application/json",
+                "accept": "text/event-stream" if stream else "application/json",
+                **self._headers(),
+            },
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
         auth = self._auth(key) if key is not None else None
@@ -322,7 +325,8 @@ class HTTPModel(ABC):
                 return await self._read_stream(response, request, key)
             return await self._read_whole(response, key)
         finally:
-            await response.aclose()
+            with suppress(httpx.HTTPError):  # closing a broken stream may complain again
+                await response.aclose()
 
     async def _read_whole(self, response: httpx.Response, key: ApiKey | None) -> ModelResponse:
         try:
@@ -371,3 +375,11 @@ class HTTPModel(ABC):
             raise RetryableError(error)
         with malformed(self.name):
             return assembler.response()
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The body as JSON, once for every attempt; what cannot be JSON is the caller's mistake."""
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"the request cannot be sent as JSON: {exc}") from exc

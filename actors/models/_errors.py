@@ -42,7 +42,7 @@ def malformed(model: str) -> Iterator[None]:
     """Turn a reply's missing field or wrong type into `UnexpectedModelResponse`."""
     try:
         yield
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, RecursionError) as exc:
         if isinstance(exc, ActorsError):
             raise
         raise UnexpectedModelResponse(

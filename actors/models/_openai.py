@@ -140,7 +140,7 @@ class OpenAIChatModel(HTTPModel):
             (call["id"], call["function"]["name"], call["function"].get("arguments") or "")
             for call in message.get("tool_calls") or ()
         ]
-        content = message.get("content") or message.get("refusal") or ""
+        content = _text(message.get("content")) or message.get("refusal") or ""
         return ModelResponse(
             message=_assistant(str(content), calls),
             usage=_usage(data.get("usage")),
@@ -208,6 +208,13 @@ def _assistant(content: str, calls: Iterable[tuple[str | None, str, str]]) -> As
         for n, (call_id, name, arguments) in enumerate(calls)
     )
     return AssistantMessage(content=content, tool_calls=tool_calls)
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or (some servers) a list of text parts."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return str(content) if content else ""
 
 
 def _usage(data: Any) -> Usage:

@@ -550,3 +550,29 @@ def test_environment_key_never_goes_to_a_server_named_in_code(
     recorder = Recorder(httpx.Response(200, json=text_reply()))
     call(recorder, ask(), api_key=None, base_url="http://127.0.0.1:9/v1")
     assert "authorization" not in recorder.requests[0].headers
+
+
+def test_a_body_that_cannot_be_json_is_a_caller_mistake() -> None:
+    recorder = Recorder()
+    with pytest.raises(UserError, match="JSON"):
+        call(recorder, ask(settings={"temperature": float("nan")}))
+    with pytest.raises(UserError, match="JSON"):
+        call(recorder, ask(settings={"extra_body": {"user": object()}}))
+    assert recorder.requests == []
+
+
+def test_content_given_as_a_list_of_text_parts() -> None:
+    reply = text_reply()
+    reply["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": "Hello, "},
+        {"type": "text", "text": "world."},
+    ]
+    response = call(Recorder(httpx.Response(200, json=reply)), ask())
+    assert response.message.content == "Hello, world."
+
+
+def test_a_refusal_is_the_reply_text() -> None:
+    reply = text_reply()
+    reply["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "No."}
+    response = call(Recorder(httpx.Response(200, json=reply)), ask())
+    assert response.message.content == "No."
