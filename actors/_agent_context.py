@@ -346,6 +346,11 @@ class AgentContext:
 
         Surface types are refused with a warning and the context is unchanged: messages enter
         through `add_message`.
+
+        Raises:
+            UserError: an unknown type (user types are namespaced, like ``app.note``), data that
+                is not plain JSON, or a framework event whose payload cannot be read. Nothing
+                is appended.
         """
         if not isinstance(event_type, str):
             raise UserError(f"an event type is a string, got {event_type!r}")
@@ -566,6 +571,11 @@ class AgentContext:
     @classmethod
     def deserialize(cls, blob: Mapping[str, Any], *, clock: Clock = system_clock) -> AgentContext:
         """Rebuild a context from `serialize` output (version 2) or a version 1 message list.
+
+        Version 2 rebuilds the log and folds it again; an event of an unknown type is dropped
+        and a gap in ``seq`` is logged, both as warnings. Version 1 kept no timestamps: its
+        messages (and metadata, usage) are seeded into a new log stamped with the restore time,
+        read from ``clock``, which also stamps every later event.
 
         Raises:
             SerializationError: an unknown version or a malformed blob, naming what is wrong.
