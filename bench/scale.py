@@ -28,7 +28,7 @@ from bench._common import ROOT, finish, fmt_time, parser, rss_bytes, thread_ceil
 
 MEMORY_TARGET = 2 * 1024**3
 SIZES = (1_000, 5_000, 10_000)
-QUICK_SIZES = (50, 200)
+QUICK_SIZES = (20, 100)
 
 
 def echo(text: str) -> str:

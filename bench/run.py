@@ -1,0 +1,436 @@
+"""Run every benchmark, print one markdown report, write the figures as JSON.
+
+    .venv/bin/python -m bench                 # everything, peers included (from the repo root)
+    .venv/bin/python -m bench --quick         # tiny sizes: checks that it all runs
+    .venv/bin/python -m bench --no-peers      # actors only
+
+Each section runs in a fresh interpreter (a crash or a leak in one cannot skew another) and
+writes its figures to a temporary JSON file. The peers run in their own venv,
+bench/.peers-venv, created here from bench/requirements-peers.txt and never mixed with the
+project's. A section or a peer that fails becomes a row that says so; the run goes on.
+Ratios are against baselines measured in this same run: absolute times on a shared 2-core
+machine drift 2x from run to run, ratios hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+if not __package__:  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import BENCH, ROOT, fmt_time, machine
+from bench.peers import DISTRIBUTIONS, FRAMEWORKS
+
+PEERS_VENV = BENCH / ".peers-venv"
+REQUIREMENTS = BENCH / "requirements-peers.txt"
+# Which pinned distributions each peer needs (the rest of the file is shared by none).
+PEER_REQUIREMENTS = {
+    "pydantic-ai": ("pydantic-ai-slim",),
+    "openai-agents": ("openai-agents",),
+    "langgraph": ("langgraph", "langchain-core"),
+}
+PEER_OVER_ACTORS_TARGET = 3.0  # issue 9: actors <= 1/3 of the fastest peer
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+def run_section(
+    name: str, command: Sequence[str], timeout: float, json_flag: str = "--json"
+) -> dict[str, Any]:
+    """Run one section in a fresh interpreter; its figures, or ``{"error": ...}``."""
+    log(f"## {name}: {' '.join(command[1:])}")
+    with tempfile.TemporaryDirectory(prefix="actors-bench-") as folder:
+        out = Path(folder) / "out.json"
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(
+                [*command, json_flag, str(out)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:g} s"}
+        seconds = time.perf_counter() - began
+        if done.stdout.strip():
+            log(done.stdout.rstrip())
+        if done.returncode != 0 or not out.exists():
+            tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+            error = tail[0] if tail else f"exit code {done.returncode}"
+            log(f"   failed: {error}")
+            return {"error": error[:300]}
+        figures = dict(json.loads(out.read_text()))
+        figures["section_s"] = seconds
+        return figures
+
+
+def actors_section(module: str, quick: bool, timeout: float) -> dict[str, Any]:
+    command = [sys.executable, "-m", f"bench.{module}"] + (["--quick"] if quick else [])
+    return run_section(module, command, timeout)
+
+
+def store_section(quick: bool) -> dict[str, Any]:
+    """bench/store.py (the persistence issue's benchmark), if it is there."""
+    script = BENCH / "store.py"
+    if not script.exists():
+        return {"error": "bench/store.py is not there yet"}
+    command = [sys.executable, str(script)] + (["--smoke"] if quick else [])
+    figures = run_section("store", command, timeout=900)
+    if "error" in figures:
+        return figures
+    results = figures.get("results", [])
+
+    def find(measure: str, store: str, batch: int) -> Any:
+        for row in results:
+            if (row.get("measure"), row.get("store"), row.get("batch")) == (measure, store, batch):
+                return row
+        return None
+
+    append = find("append", "sqlite batch", 10)
+    durable = find("append", "sqlite sync", 10)
+    restore = next(
+        (r for r in results if str(r.get("measure", "")).startswith("load + deserialize (1 ")),
+        None,
+    )
+    figures["summary"] = {
+        "events_per_s_batch": append and append.get("events_per_second"),
+        "events_per_s_sync": durable and durable.get("events_per_second"),
+        "restore_s": restore and restore.get("seconds"),
+        "restore_events": restore and restore.get("events"),
+    }
+    return figures
+
+
+# -- peers ----------------------------------------------------------------------------------
+
+
+def pinned() -> dict[str, str]:
+    """Distribution name -> requirement line, from bench/requirements-peers.txt."""
+    pins = {}
+    for line in REQUIREMENTS.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name = line.split("==", 1)[0].split(">", 1)[0].split("<", 1)[0].strip().lower()
+            pins[name] = line
+    return pins
+
+
+def peers_python() -> Path:
+    return PEERS_VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_peers_venv() -> dict[str, str]:
+    """Create or refresh bench/.peers-venv; returns install errors by framework."""
+    stamp = PEERS_VENV / ".requirements-sha256"
+    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    if peers_python().exists() and stamp.exists() and stamp.read_text().strip() == wanted:
+        return {}
+    log(f"## peers: installing {REQUIREMENTS.name} into {PEERS_VENV.relative_to(ROOT)}")
+    if not peers_python().exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(PEERS_VENV)
+    pip = [str(peers_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    everything = subprocess.run(
+        [*pip, "-r", str(REQUIREMENTS)], capture_output=True, text=True, timeout=1800
+    )
+    errors: dict[str, str] = {}
+    if everything.returncode != 0:  # one peer may be the culprit: install each on its own
+        pins = pinned()
+        for framework, names in PEER_REQUIREMENTS.items():
+            lines = [pins[name] for name in names if name in pins]
+            one = subprocess.run([*pip, *lines], capture_output=True, text=True, timeout=1800)
+            if one.returncode != 0:
+                problems = [x for x in one.stderr.splitlines() if x.startswith("ERROR")]
+                errors[framework] = (problems[-1] if problems else "pip install failed")[:300]
+    if not errors:
+        stamp.write_text(wanted + "\n")
+    return errors
+
+
+def peers(quick: bool) -> dict[str, dict[str, Any]]:
+    try:
+        install_errors = ensure_peers_venv()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {f: {"error": f"could not create the peers venv: {exc}"} for f in FRAMEWORKS}
+    out: dict[str, dict[str, Any]] = {}
+    for framework in FRAMEWORKS:
+        if framework in install_errors:
+            out[framework] = {"error": f"not installed: {install_errors[framework]}"}
+            continue
+        command = [str(peers_python()), "-m", "bench.peers", "--framework", framework]
+        out[framework] = run_section(
+            f"peer {framework}", command + (["--quick"] if quick else []), timeout=900
+        )
+        out[framework].setdefault("distribution", DISTRIBUTIONS[framework])
+    return out
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    if not a or not b:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def verdict(ok: bool | None) -> str:
+    return "-" if ok is None else ("met" if ok else "**missed**")
+
+
+def get(section: dict[str, Any], key: str) -> Any:
+    return None if "error" in section else section.get(key)
+
+
+def time_or_error(section: dict[str, Any], key: str) -> str:
+    if "error" in section:
+        return f"failed: {section['error']}"
+    value = section.get(key)
+    return fmt_time(value) if isinstance(value, int | float) else "-"
+
+
+def render(results: dict[str, Any]) -> str:
+    s = results["sections"]
+    ov, fan, scale, imp, store = (
+        s["overhead"],
+        s["fanout"],
+        s["scale"],
+        s["imports"],
+        s["store"],
+    )
+    peer_rows = s.get("peers") or {}
+    ok_peers = {f: p for f, p in peer_rows.items() if "error" not in p}
+    fastest_seq = min(ok_peers.items(), key=lambda kv: kv[1]["run_s"], default=None)
+    fastest_wide = min(ok_peers.items(), key=lambda kv: kv[1]["run_concurrent_s"], default=None)
+
+    lines = [f"### Summary ({'quick sizes' if results['quick'] else 'full sizes'})", ""]
+    lines += ["| measure | actors | baseline (same run) | ratio | target | verdict |"]
+    lines += ["| --- | ---: | --- | ---: | --- | --- |"]
+    ask, hop = get(ov, "raw_ask_s"), get(ov, "hop_s")
+    lines.append(
+        f"| message hop (status query to an agent actor) | {time_or_error(ov, 'hop_s')} "
+        f"| raw pykka ask {time_or_error(ov, 'raw_ask_s')} | {ratio(hop, ask)} | <= 1.5x ask "
+        f"| {verdict(None if not hop or not ask else hop / ask <= 1.5)} |"
+    )
+    run = get(ov, "run_fresh_s")
+    if fastest_seq:
+        base = f"{fastest_seq[0]} {fmt_time(fastest_seq[1]['run_s'])}"
+        peer_ok = None if not run else fastest_seq[1]["run_s"] / run >= PEER_OVER_ACTORS_TARGET
+    else:
+        base, peer_ok = "no peer measured", None
+    lines.append(
+        f"| one run, sequential (1 tool call + answer) | {time_or_error(ov, 'run_fresh_s')} "
+        f"| fastest peer: {base} | {ratio(run, fastest_seq[1]['run_s'] if fastest_seq else None)} "
+        f"| <= 0.8 ms; <= 1/3 of fastest peer | {verdict(None if not run else run <= 0.8e-3)}; "
+        f"{verdict(peer_ok)} |"
+    )
+    wide = get(ov, "run_concurrent_s")
+    if fastest_wide:
+        base = f"{fastest_wide[0]} {fmt_time(fastest_wide[1]['run_concurrent_s'])}"
+        wide_base = fastest_wide[1]["run_concurrent_s"]
+    else:
+        base, wide_base = "no peer measured", None
+    width = get(ov, "concurrency") or 100
+    lines.append(
+        f"| one run, {width} at once (wall / {width}) | {time_or_error(ov, 'run_concurrent_s')} "
+        f"| fastest peer: {base} | {ratio(wide, wide_base)} | <= 1/3 of fastest peer "
+        f"| {verdict(None if not wide or not wide_base else wide_base / wide >= 3)} |"
+    )
+    wall = get(fan, "wall_s")
+    children = get(fan, "children") or 1000
+    lines.append(
+        f"| fan-out: {children:,} children, {fmt_time(get(fan, 'latency_s') or 0.2)} model wait "
+        f"| {time_or_error(fan, 'wall_s')} wall | ideal {fmt_time(get(fan, 'latency_s') or 0.2)} "
+        f"| overlap {get(fan, 'overlap') or 0:.0f}x | <= 1.5 s "
+        f"| {verdict(None if wall is None else wall <= 1.5)} |"
+    )
+    rows = get(scale, "rows") or []
+    biggest = max((r for r in rows if r.get("spawned")), key=lambda r: r["agents"], default=None)
+    if biggest:
+        rss = biggest["rss_bytes"]
+        lines.append(
+            f"| {biggest['spawned']:,} live idle agents: memory | {rss / 1024**2:,.0f} MiB RSS "
+            f"| - | - | < 2 GiB (at 10,000) | {verdict(rss < 2 * 1024**3)} |"
+        )
+    else:
+        lines.append(
+            f"| live idle agents: memory | failed: {scale.get('error', 'no rows')} | | | | |"
+        )
+    best = get(imp, "best_s")
+    lines.append(
+        f"| `import actors`, fresh interpreter | {time_or_error(imp, 'best_s')} | - | - "
+        f"| <= 0.3 s | {verdict(None if best is None else best <= 0.3)} |"
+    )
+    summary = store.get("summary") if "error" not in store else None
+    if summary:
+        eps = summary.get("events_per_s_batch")
+        restore = summary.get("restore_s")
+        lines.append(
+            f"| store: durable appends (SQLite, batches of 10) | {eps or 0:,.0f} events/s | - "
+            f"| - | >= 20,000/s | {verdict(None if eps is None else eps >= 20_000)} |"
+        )
+        lines.append(
+            f"| store: restore {summary.get('restore_events') or 0:,} events "
+            f"| {fmt_time(restore) if restore else '-'} | - | - | <= 0.2 s "
+            f"| {verdict(None if restore is None else restore <= 0.2)} |"
+        )
+    else:
+        lines.append(f"| store | failed: {store.get('error')} | | | | |")
+
+    lines += ["", "### Per-run overhead: one tool call, then an answer (scripted model)", ""]
+    lines += ["| framework | sequential | 100 at once, per run | sequential vs actors |"]
+    lines += ["| --- | ---: | ---: | ---: |"]
+    lines.append(
+        f"| **actors** {results['versions'].get('actors', '')} (fresh agent per run) "
+        f"| {time_or_error(ov, 'run_fresh_s')} | {time_or_error(ov, 'run_concurrent_s')} "
+        f"| 1.00x |"
+    )
+    lines.append(
+        f"| actors, one agent reused ({get(ov, 'sizes') and ov['sizes'].get('reused_runs')} runs;"
+        f" transcript grows) | {time_or_error(ov, 'run_reused_s')} | - "
+        f"| {ratio(get(ov, 'run_reused_s'), run)} |"
+    )
+    if not peer_rows:
+        lines.append("| peers | not run (--no-peers) | | |")
+    for framework, peer in peer_rows.items():
+        if "error" in peer:
+            lines.append(f"| {framework} | failed: {peer['error']} | | |")
+            continue
+        lines.append(
+            f"| {framework} {peer.get('version', '')} | {fmt_time(peer['run_s'])} "
+            f"| {fmt_time(peer['run_concurrent_s'])} | {ratio(peer['run_s'], run)} |"
+        )
+
+    lines += ["", "### Floor and lifecycle (actors)", ""]
+    lines += ["| measure | median |", "| --- | ---: |"]
+    for label, key in [
+        ("raw pykka ask round trip", "raw_ask_s"),
+        ("hop: status query through an agent actor", "hop_s"),
+        ("`ref.context()` (query + serialized copy of the context)", "context_query_s"),
+        ("spawn one agent (root, `Runtime.spawn`)", "spawn_s"),
+        ("stop one agent (`ref.stop()`)", "stop_s"),
+        ("spawn, 100 in a row (per agent)", "spawn_concurrent_s"),
+        ("reused agent: runs 1-100", "run_reused_first_half_s"),
+        ("reused agent: runs 101-200", "run_reused_second_half_s"),
+    ]:
+        lines.append(f"| {label} | {time_or_error(ov, key)} |")
+    lines.append(
+        f"| fan-out: spawn per child (on the parent's thread) "
+        f"| {time_or_error(fan, 'spawn_per_child_s')} |"
+    )
+    lines.append(f"| fan-out: last child spawned after | {time_or_error(fan, 'spawn_phase_s')} |")
+    lines.append(f"| fan-out: threads at peak | {get(fan, 'threads_peak') or '-'} |")
+
+    lines += ["", "### Scale: live idle agents (one OS thread each)", ""]
+    lines += [
+        "| agents | spawn / agent | bare thread start, same moment | RSS | RSS / agent "
+        "| stop all |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        if not row.get("spawned"):
+            lines.append(f"| {row['agents']:,} | failed: {row.get('error')} | | | | |")
+            continue
+        note = f" (only {row['spawned']:,}: {row['error']})" if row.get("error") else ""
+        lines.append(
+            f"| {row['agents']:,}{note} | {fmt_time(row['spawn_per_agent_s'])} "
+            f"| {fmt_time(row.get('bare_thread_start_s', float('nan')))} "
+            f"| {row['rss_bytes'] / 1024**2:,.0f} MiB "
+            f"| {row['rss_per_agent_bytes'] / 1024:,.1f} KiB "
+            f"| {fmt_time(row['shutdown_s'])} |"
+        )
+    if "error" in scale:
+        lines.append(f"| failed: {scale['error']} | | | | | |")
+    limits = get(scale, "limits")
+    if limits:
+        lines += [
+            "",
+            f"Thread ceilings here: kernel `threads-max` {limits['threads_max']}, `pid_max` "
+            f"{limits['pid_max']} (every thread takes a pid), `RLIMIT_NPROC` "
+            f"{limits['user_procs']}.",
+        ]
+    if get(imp, "heaviest"):
+        parts = ", ".join(
+            f"{row['module']} {fmt_time(row['cumulative_s'])}" for row in imp["heaviest"][:6]
+        )
+        lines += ["", f"`import actors` spends most on: {parts} (`-X importtime`, cumulative)."]
+    return "\n".join(lines)
+
+
+def header(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    load = results.get("load") or {}
+    return (
+        f"Machine: {m['cores']} cores, {m['cpu']}, Python {m['python']}, {m['platform']}. "
+        f"Load average {load.get('before', '-')} before, {load.get('after', '-')} after. "
+        f"Command: `{results['command']}`. Started {results['started']}."
+    )
+
+
+def loadavg() -> str | None:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--quick", action="store_true", help="tiny sizes: check that it all runs")
+    p.add_argument("--no-peers", action="store_true", help="measure actors only")
+    p.add_argument("--json", type=Path, default=BENCH / "results.json", help="where the figures go")
+    p.add_argument("--markdown", type=Path, help="also write the report to this file")
+    args = p.parse_args(argv)
+
+    from importlib import metadata
+
+    command = "python -m bench" + (" --quick" if args.quick else "")
+    command += " --no-peers" if args.no_peers else ""
+    results: dict[str, Any] = {
+        "command": command,
+        "quick": args.quick,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": {"actors": metadata.version("actors"), "pykka": metadata.version("pykka")},
+        "load": {"before": loadavg()},
+        "sections": {},
+    }
+    sections = results["sections"]
+    sections["imports"] = actors_section("imports", args.quick, timeout=300)
+    sections["overhead"] = actors_section("run_overhead", args.quick, timeout=1200)
+    sections["fanout"] = actors_section("fanout", args.quick, timeout=600)
+    sections["scale"] = actors_section("scale", args.quick, timeout=1800)
+    sections["store"] = store_section(args.quick)
+    if not args.no_peers:
+        sections["peers"] = peers(args.quick)
+    results["load"]["after"] = loadavg()
+
+    report = header(results) + "\n\n" + render(results)
+    print(report)
+    args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    if args.markdown:
+        args.markdown.write_text(report + "\n")
+    log(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The benchmark suite keeps working: ``python -m bench --quick --no-peers`` at tiny sizes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.timeout(120)
+def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--no-peers", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    results = json.loads(out.read_text())
+    sections = results["sections"]
+    for name in ("imports", "overhead", "fanout", "scale"):
+        assert "error" not in sections[name], (name, sections[name])
+    overhead = sections["overhead"]
+    assert 0 < overhead["raw_ask_s"] < 0.1
+    assert 0 < overhead["hop_s"] < 0.1
+    assert 0 < overhead["run_fresh_s"] < 1.0
+    assert 0 < overhead["run_concurrent_s"] < 1.0
+    fanout = sections["fanout"]
+    assert fanout["wall_s"] >= fanout["latency_s"]  # no child answered before its model did
+    assert all(row["spawned"] == row["agents"] for row in sections["scale"]["rows"])
+    assert sections["imports"]["best_s"] > 0
+    assert "peers" not in sections
+
+    report = done.stdout
+    assert "| message hop" in report
+    assert "### Per-run overhead" in report
+    assert "not run (--no-peers)" in report
