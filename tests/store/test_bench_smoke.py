@@ -30,7 +30,7 @@ def test_the_benchmark_runs_at_tiny_size(
     assert bench.main(["--smoke", "--json", str(out)]) == 0
 
     printed = capsys.readouterr().out
-    assert printed.startswith("| measure | store | batch | events | seconds | events/s |")
+    assert printed.startswith("| measure | store | batch | events | seconds | cpu s | events/s |")
     assert "batch mode, 10-event batches" in printed
     figures = json.loads(out.read_text())
     assert figures["smoke"] is True
