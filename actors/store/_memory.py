@@ -6,7 +6,7 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from actors._events import Clock, Event, system_clock
@@ -68,6 +68,9 @@ class MemoryStore(SessionStore):
         state = "closed" if self._closed else f"{len(self._sessions)} sessions"
         return f"<MemoryStore {state}>"
 
+    def _now(self) -> datetime:
+        return self._clock().astimezone(UTC)
+
     def _session(self, session_id: str) -> _Session:
         if self._closed:
             raise StoreError("this MemoryStore is closed; create a new one")
@@ -101,7 +104,7 @@ class MemoryStore(SessionStore):
                         "session id or delete the old session"
                     )
                 return
-            now = self._clock()
+            now = self._now()
             self._sessions[session_id] = _Session(root_agent_id, encoded, now, now)
 
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
@@ -111,7 +114,7 @@ class MemoryStore(SessionStore):
             session = self._session(session_id)
             session.agents[record.agent_id] = record
             session.logs.setdefault(record.agent_id, [])
-            session.updated_at = self._clock()
+            session.updated_at = self._now()
 
     def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
@@ -132,7 +135,7 @@ class MemoryStore(SessionStore):
             if fresh:
                 log.extend(fresh)
                 session.event_count += len(fresh)
-                session.updated_at = self._clock()
+                session.updated_at = self._now()
 
     def load(self, session_id: str) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""

@@ -142,13 +142,13 @@ class StoreConformance(ABC):
         assert isinstance(store, SessionStore)
 
     def test_create_session_then_load(self, store: SessionStore) -> None:
-        """A new session loads with its root, its data, aware timestamps and no agents."""
+        """A new session loads with its root, its data, UTC timestamps and no agents."""
         store.create_session("s1", root_agent_id="root", data={"spec": "assistant", "n": 1})
         loaded = store.load("s1")
         assert (loaded.session_id, loaded.root_agent_id) == ("s1", "root")
         assert loaded.data == {"spec": "assistant", "n": 1}
         assert loaded.agents == ()
-        assert loaded.created_at.tzinfo is not None
+        assert loaded.created_at.utcoffset() == timedelta(0)
         assert loaded.updated_at >= loaded.created_at
 
     def test_create_session_without_data(self, store: SessionStore) -> None:
