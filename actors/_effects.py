@@ -118,13 +118,21 @@ class EffectRunner:
             self._loop.call_soon_threadsafe(task.cancel)
 
         unregister = request.cancellation.on_cancel(cancel)
+        inner = asyncio.ensure_future(model.request(request))
+        # When the call is abandoned the request may still end with an error (a model that
+        # honours the token raises Cancelled); read it so asyncio does not log it as lost.
+        inner.add_done_callback(_retrieve)
+        deadline = asyncio.timeout(effect.timeout)
         try:
-            response = await asyncio.wait_for(model.request(request), effect.timeout)
+            async with deadline:
+                response = await inner
         except asyncio.CancelledError:
             deliver(ModelReplied(effect.run_id, effect.step, error=Cancelled("cancelled")))
         except TimeoutError as exc:
-            error = TimeoutError(f"model request timed out after {effect.timeout:g} s")
-            error.__cause__ = exc
+            error: BaseException = exc
+            if deadline.expired():
+                error = TimeoutError(f"model request timed out after {effect.timeout:g} s")
+                error.__cause__ = exc
             deliver(ModelReplied(effect.run_id, effect.step, error=error))
         except Exception as exc:  # every failure is a value for the agent
             deliver(ModelReplied(effect.run_id, effect.step, error=exc))
@@ -226,3 +234,8 @@ class EffectRunner:
         if not self._thread.is_alive():
             self._loop.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

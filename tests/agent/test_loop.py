@@ -42,7 +42,7 @@ from actors.exceptions import (
 from actors.models import INVALID_ARGUMENTS_KEY
 from actors.testing import FakeClock, ScriptedModel, call
 
-from .helpers import plain, tool_results, types
+from .helpers import BOUND, plain, tool_results, types
 
 
 @tool
@@ -177,6 +177,12 @@ def test_arguments_that_were_not_json_are_shown_back_to_the_model(rt: Runtime) -
     assert "not a JSON object" in error.content
     assert '{"a": 1,' in error.content
     assert INVALID_ARGUMENTS_KEY not in error.content
+
+
+def test_the_loop_knows_the_providers_marker_for_unreadable_arguments() -> None:
+    from actors import _loop
+
+    assert _loop.INVALID_ARGUMENTS_KEY == INVALID_ARGUMENTS_KEY
 
 
 def test_past_the_retry_budget_the_run_fails_with_a_typed_error(rt: Runtime) -> None:
@@ -325,6 +331,18 @@ def test_model_failure_fails_the_run_with_its_cause(rt: Runtime) -> None:
     with pytest.raises(RunFailedError, match="provider down") as info:
         rt.spawn(Agent("m", model=model)).run("?")
     assert isinstance(info.value.__cause__, ConnectionError)
+
+
+def test_model_past_its_timeout_fails_the_run_saying_so(rt: Runtime) -> None:
+    model = ScriptedModel(["never"], latency=30)
+    with pytest.raises(RunFailedError, match=r"model request timed out after 0\.05 s"):
+        rt.spawn(Agent("m", model=model, model_timeout=0.05)).run("?", timeout=BOUND)
+
+
+def test_a_model_raising_timeout_error_itself_is_reported_as_it_is(rt: Runtime) -> None:
+    model = ScriptedModel([TimeoutError("upstream gateway")])
+    with pytest.raises(RunFailedError, match="TimeoutError: upstream gateway"):
+        rt.spawn(Agent("m", model=model, model_timeout=30)).run("?")
 
 
 # -- updates and events ----------------------------------------------------------------------------
