@@ -125,6 +125,7 @@ class _Run:
     steering: list[UserMessage] = field(default_factory=list)
     children_usage: Usage = field(default_factory=Usage)
     awaiting_model: bool = False
+    delegated: set[str] = field(default_factory=set)  # children started by tools, running
 
 
 class AgentLoop:
@@ -240,12 +241,16 @@ class AgentLoop:
 
     def begin_delegation(self, agent: Agent[Any], task: str) -> tuple[str | None, str | None]:
         """Book a child started from inside a tool: returns ``(child_id, None)`` or a refusal."""
+        if self._run is None:  # a tool that outlived its run (cancelled, ignoring its token)
+            return None, "the run that started the tool is over"
         if self.depth + 1 > self.limits.max_depth:
             return None, f"max depth {self.limits.max_depth} reached"
         if self._children_spawned >= self.limits.max_children:
             return None, f"max children per agent ({self.limits.max_children}) reached"
         self._children_spawned += 1
         child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
+        # Tracked so that cancelling or failing the run cancels the child too.
+        self._run.delegated.add(child_id)
         self.ctx.log_event(
             "subagent_spawned",
             {
@@ -261,7 +266,8 @@ class AgentLoop:
 
     def end_delegation(self, child_id: str, status: str, usage: Usage, error: str | None) -> None:
         """Book the end of a delegated child (its usage joins the run's tree usage)."""
-        if self._run is not None:
+        if self._run is not None and child_id in self._run.delegated:
+            self._run.delegated.discard(child_id)
             self._run.children_usage = self._run.children_usage + usage
         data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
         if error is not None:
@@ -931,13 +937,21 @@ class AgentLoop:
         self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": "completed"})
         result = self._result("completed", output)
         self._run = None
-        return [Finish(run.reply, result=result)]
+        # A delegated child still running belongs to a tool that timed out: nobody waits on it.
+        orphans: list[Effect] = [
+            CancelChild(child_id, "the run that started it completed")
+            for child_id in sorted(run.delegated)
+        ]
+        return [*orphans, Finish(run.reply, result=result)]
 
     def _close_open_calls(self, reason: str) -> list[Effect]:
         """Give every unanswered call a result, close open requests, stop children."""
         run = self._run
         assert run is not None
-        effects: list[Effect] = []
+        effects: list[Effect] = [
+            CancelChild(child_id, reason) for child_id in sorted(run.delegated)
+        ]
+        run.delegated.clear()
         for slot in run.calls.values():
             if slot.child_id and slot.state in ("running", "parked"):
                 effects.append(CancelChild(slot.child_id, reason))
