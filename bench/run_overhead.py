@@ -12,6 +12,8 @@ Measures, in one process:
   a fresh agent per run (spawn and stop timed apart from the run: the headline), and one agent
   reused with ``ref.run`` for 200 runs (its transcript grows by 4 messages a run, and so does
   the cost of a run: the first and second halves are reported apart);
+- the same run with no actor at all: the agent loop driven inline on one thread (what the
+  run costs before any thread hop);
 - 100 runs at once: 100 agents spawned first, then ``run_async`` on all and wait for all;
   the figure is wall time / 100.
 
@@ -102,6 +104,41 @@ def hop(n: int) -> dict[str, float]:
     return {"hop": median(samples), "context": median(contexts)}
 
 
+def state_machine(n: int) -> dict[str, float]:
+    """The same run with no actor, no thread, no event loop: the agent loop's own cost.
+
+    `SyncDriver` drives the `AgentLoop` inline; its model calls are stepped by hand here (the
+    scripted model never awaits), instead of one `asyncio.run` per call.
+    """
+    from actors._loop_types import CallModel, ModelReplied
+    from actors.testing import SyncDriver
+
+    class Inline(SyncDriver):
+        def _call_model(self, effect: CallModel) -> ModelReplied:
+            coro = self.loop.model.request(effect.request)
+            try:
+                coro.send(None)
+            except StopIteration as done:
+                return ModelReplied(effect.run_id, effect.step, response=done.value)
+            coro.close()
+            return super()._call_model(effect)
+
+    agent = spec()
+    clock = time.perf_counter
+    makes, runs = [], []
+    for i in range(n + min(50, n)):
+        t0 = clock()
+        driver = Inline(agent, agent_id=f"s{i}")
+        t1 = clock()
+        result = driver.run("go")
+        t2 = clock()
+        if i >= min(50, n):  # the first ones warm up
+            makes.append(t1 - t0)
+            runs.append(t2 - t1)
+    assert result.output == "done", result.output
+    return {"run": median(runs), "make": median(makes)}
+
+
 def sequential_fresh(n: int) -> dict[str, float]:
     """A fresh agent per run: medians of spawn, run and stop, apart."""
     agent = spec()
@@ -175,6 +212,10 @@ def measure(quick: bool) -> dict[str, Any]:
     ask = raw_ask(asks)
     hops = hop(asks)
     fresh = sequential_fresh(runs)
+    try:
+        inline = state_machine(runs)
+    except Exception as exc:  # internals moved: report it, keep the rest of the figures
+        inline = {"run": float("nan"), "make": float("nan"), "error": repr(exc)}
     reused = sequential_reused(min(runs, 200))
     wide = concurrent(width, rounds)
     return {
@@ -191,6 +232,8 @@ def measure(quick: bool) -> dict[str, Any]:
         "context_query_s": hops["context"],
         "hop_over_ask": hops["hop"] / ask,
         "run_fresh_s": fresh["run"],
+        "run_state_machine_s": inline["run"],
+        "state_machine_error": inline.get("error"),
         "spawn_s": fresh["spawn"],
         "stop_s": fresh["stop"],
         "run_reused_s": reused["run"],
@@ -215,6 +258,8 @@ def report(r: dict[str, Any]) -> str:
             f"run, fresh agent         {fmt_time(r['run_fresh_s'])}  "
             f"(target <= {fmt_time(RUN_TARGET)}: {ok})",
             f"  spawn / stop           {fmt_time(r['spawn_s'])} / {fmt_time(r['stop_s'])}",
+            f"  of which agent loop    {fmt_time(r['run_state_machine_s'])}  "
+            "(the same run driven inline: no actor, thread or event loop)",
             f"run, reused agent        {fmt_time(r['run_reused_s'])}  "
             f"(first half {fmt_time(r['run_reused_first_half_s'])}, "
             f"second half {fmt_time(r['run_reused_second_half_s'])})",
