@@ -234,9 +234,7 @@ class AgentContext:
         now = self._clock()
         if not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
-        event = Event.model_construct(
-            seq=len(self._events), type=event_type, data=data, created_at=now
-        )
+        event = _new_event(len(self._events), event_type, data, now)
         self._apply(event, message=message, update=update)
         self._events.append(event)
         for listener in tuple(self._listeners):
@@ -373,6 +371,14 @@ class AgentContext:
                 f"event {event_type!r} has a malformed payload ({exc!r}); "
                 "framework events carry the fields the framework writes"
             ) from None
+
+    def _record(self, event_type: str, data: dict[str, Any]) -> Event:
+        """Append a framework bookkeeping event built by the runtime itself.
+
+        The agent loop's own events are plain JSON by construction, so the checks of
+        `log_event` (which guard data coming from users) are skipped on this hot path.
+        """
+        return self._append(event_type, data)
 
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
@@ -615,3 +621,22 @@ def _message_of(data: Mapping[str, Any]) -> Message:
     if "source" in data:
         data = {key: value for key, value in data.items() if key != "source"}
     return message_adapter.validate_python(data)
+
+
+_ALL_EVENT_FIELDS = frozenset(Event.model_fields)
+
+
+def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
+    """An `Event` without validation: what ``model_construct`` does, minus its generality.
+
+    Appending is the hottest path of an agent (a dozen events per run), and the context builds
+    every field itself.
+    """
+    event = Event.__new__(Event)
+    object.__setattr__(
+        event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
+    )
+    object.__setattr__(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event

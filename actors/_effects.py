@@ -22,6 +22,7 @@ from actors._loop_types import (
     Input,
     ModelReplied,
     ToolFinished,
+    ToolOutcome,
 )
 from actors._outcome import outcome_of_error, outcome_of_return
 from actors._run_context import Delegator, RunContext
@@ -162,7 +163,55 @@ class EffectRunner:
                 answer=ctx.answer,
                 _delegator=delegator,
             )
-        self.submit(self._tool(effect, ctx, deliver))
+        if effect.tool.is_async:
+            self.submit(self._tool(effect, ctx, deliver))
+        else:
+            self._sync_tool(effect, ctx, deliver)
+
+    def _sync_tool(self, effect: CallTool, ctx: RunContext[Any], deliver: Deliver) -> None:
+        """Run a sync tool on the pool, straight from the agent's thread and back.
+
+        The timeout is a timer on the loop: whichever of the result and the timer comes first
+        is delivered, the other is dropped. (Two thread hops instead of four through the loop.)
+        """
+        lock = threading.Lock()
+        delivered = False
+
+        def finish(outcome: ToolOutcome) -> bool:
+            nonlocal delivered
+            with lock:
+                if delivered:
+                    return False
+                delivered = True
+            deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
+            return True
+
+        cancel_timer: Callable[[], None] | None = None
+        if effect.timeout is not None:
+            timeout = effect.timeout
+
+            def expire() -> None:
+                if finish(outcome_of_error(TimeoutError(), timeout)):
+                    ctx.cancellation.cancel(f"timed out after {timeout:g} s")
+
+            cancel_timer = self.call_later(timeout, expire)
+
+        def work() -> None:
+            try:
+                outcome = outcome_of_return(effect.tool.invoke(ctx, effect.arguments))
+            except Exception as exc:  # a failing tool is a result for the model, not a crash
+                _log.warning(
+                    "tool raised",
+                    tool=effect.tool.name,
+                    agent_id=ctx.agent_id,
+                    tool_call_id=ctx.tool_call_id,
+                    exc_info=exc,
+                )
+                outcome = outcome_of_error(exc)
+            if finish(outcome) and cancel_timer is not None:
+                cancel_timer()
+
+        self._pool.submit(work)
 
     async def _tool(self, effect: CallTool, ctx: RunContext[Any], deliver: Deliver) -> None:
         tool = effect.tool

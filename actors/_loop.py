@@ -124,6 +124,7 @@ class _Run:
     final: tuple[Any] | None = None
     steering: list[UserMessage] = field(default_factory=list)
     children_usage: Usage = field(default_factory=Usage)
+    validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False
     delegated: set[str] = field(default_factory=set)  # children started by tools, running
 
@@ -251,7 +252,7 @@ class AgentLoop:
         child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
         # Tracked so that cancelling or failing the run cancels the child too.
         self._run.delegated.add(child_id)
-        self.ctx.log_event(
+        self.ctx._record(
             "subagent_spawned",
             {
                 "child_id": child_id,
@@ -272,7 +273,7 @@ class AgentLoop:
         data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
         if error is not None:
             data["error"] = error
-        self.ctx.log_event("subagent_finished", data)
+        self.ctx._record("subagent_finished", data)
 
     # -- the one entry point -----------------------------------------------------------------
 
@@ -317,7 +318,7 @@ class AgentLoop:
             start_usage=ctx.usage,
             start_seq=len(ctx.events),
         )
-        ctx.log_event("turn_start", {"run_id": run_id})
+        ctx._record("turn_start", {"run_id": run_id})
         if not ctx.messages and (instructions := self._instructions()):
             ctx.add_message(SystemMessage(content=instructions))
         ctx.add_message(UserMessage(content=message.prompt))
@@ -384,7 +385,7 @@ class AgentLoop:
         run.step += 1
         run.calls = {}
         ctx.increment_iteration(step=run.step)
-        ctx.log_event(
+        ctx._record(
             "request_header",
             {"model": self.model.name, "settings": dict(self.spec.model_settings)},
         )
@@ -409,7 +410,7 @@ class AgentLoop:
         ctx = self.ctx
         if message.error is not None or message.response is None:
             error = message.error or RuntimeError("model returned nothing")
-            ctx.log_event("step_end", {"step": run.step, "error": type(error).__name__})
+            ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
                 f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
             )
@@ -419,7 +420,7 @@ class AgentLoop:
         ctx.add_usage(response.usage)
         reply = response.message
         ctx.add_message(reply)
-        ctx.log_event(
+        ctx._record(
             "step_end",
             {
                 "step": run.step,
@@ -535,7 +536,7 @@ class AgentLoop:
             problem = validate_task(self._subagents[call.name], call.arguments)
         elif tool is not None:
             try:
-                tool.validate(call.arguments)
+                run.validated[call.id] = tool.validate(call.arguments)
             except ValidationError as exc:
                 problem = (
                     f"Invalid arguments for tool {call.name!r}: {describe_validation_error(exc)}. "
@@ -575,8 +576,17 @@ class AgentLoop:
         run.token.on_cancel(token.cancel)
         slot.token, slot.state = token, "running"
         timeout = tool.timeout if tool.timeout is not None else self.spec.tool_timeout
-        validated = tool.validate(arguments)
-        self.ctx.add_tool_call(slot.call, **({"resumed": True} if answer is not None else {}))
+        validated = run.validated.pop(slot.call.id, None)
+        if validated is None or arguments is not slot.call.arguments:
+            validated = tool.validate(arguments)
+        data: dict[str, Any] = {
+            "tool_call_id": slot.call.id,
+            "name": slot.call.name,
+            "arguments": slot.call.arguments,  # plain JSON: ToolCall normalizes its arguments
+        }
+        if answer is not None:
+            data["resumed"] = True
+        self.ctx._record("tool_call", data)
         ctx = self.ctx.run_context(
             slot.call,
             tool_context=self.tool_context,
@@ -618,7 +628,7 @@ class AgentLoop:
         request = request.model_copy(
             update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
         )
-        ctx.log_event(
+        ctx._record(
             "suspended",
             {
                 "request": request.model_dump(mode="json"),
@@ -640,7 +650,7 @@ class AgentLoop:
         # Completions arrive in any order; everything is logged here, in call order.
         for slot in calls:
             if slot.child_note is not None:
-                ctx.log_event("subagent_finished", slot.child_note)
+                ctx._record("subagent_finished", slot.child_note)
                 slot.child_note = None
             if slot.state == "parked" and slot.unlogged:
                 self._log_park(slot)
@@ -682,7 +692,7 @@ class AgentLoop:
             _log.info("late approval discarded", agent_id=self.ctx.agent_id)
             return []
         answer = message.answer
-        self.ctx.log_event(
+        self.ctx._record(
             "resumed", {"request_id": slot.request.id, "ok": answer.ok, "by": "approval_handler"}
         )
         slot.request = None
@@ -717,7 +727,7 @@ class AgentLoop:
         if kept is None:
             self._children_spawned += 1
             child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
-            ctx.log_event(
+            ctx._record(
                 "subagent_spawned",
                 {
                     "child_id": child_id,
@@ -732,7 +742,7 @@ class AgentLoop:
                 self._kept[subagent.tool_name] = child_id
         else:
             child_id = kept
-            ctx.log_event(
+            ctx._record(
                 "subagent_spawned",
                 {
                     "child_id": child_id,
@@ -864,7 +874,7 @@ class AgentLoop:
             if request_id not in answers:
                 continue
             answer = answers[request_id]
-            self.ctx.log_event("resumed", {"request_id": request_id, "ok": answer.ok})
+            self.ctx._record("resumed", {"request_id": request_id, "ok": answer.ok})
             slot.request = None
             effects.extend(self._answered(slot, answer, snapshot))
         for child_id, (slot, group) in by_child.items():
@@ -934,7 +944,7 @@ class AgentLoop:
     def _complete(self, output: Any) -> list[Effect]:
         run = self._run
         assert run is not None
-        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": "completed"})
+        self.ctx._record("turn_end", {"run_id": run.run_id, "reason": "completed"})
         result = self._result("completed", output)
         self._run = None
         # A delegated child still running belongs to a tool that timed out: nobody waits on it.
@@ -956,7 +966,7 @@ class AgentLoop:
             if slot.child_id and slot.state in ("running", "parked"):
                 effects.append(CancelChild(slot.child_id, reason))
             if slot.state == "parked" and slot.request is not None:
-                self.ctx.log_event(
+                self.ctx._record(
                     "resumed", {"request_id": slot.request.id, "ok": False, "closed": reason}
                 )
         self.ctx.patch_dangling_tool_calls(lambda call: NOT_EXECUTED.format(reason=reason))
@@ -968,8 +978,8 @@ class AgentLoop:
         assert run is not None
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
-        self.ctx.log_event("error", {"type": type(error).__name__, "message": str(error)})
-        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": reason})
+        self.ctx._record("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
             error.messages = tuple(self.ctx.messages)
             error.usage = self._run_usage() + run.children_usage
@@ -984,8 +994,8 @@ class AgentLoop:
             return []
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run was cancelled ({reason})")
-        self.ctx.log_event("cancelled", {"run_id": run.run_id, "reason": reason})
-        self.ctx.log_event("turn_end", {"run_id": run.run_id, "reason": "cancelled"})
+        self.ctx._record("cancelled", {"run_id": run.run_id, "reason": reason})
+        self.ctx._record("turn_end", {"run_id": run.run_id, "reason": "cancelled"})
         result = self._result("cancelled")
         self._run = None
         self.current_tool = None

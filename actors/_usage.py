@@ -24,12 +24,22 @@ class Usage(BaseModel):
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage.model_construct(
-            requests=self.requests + other.requests,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            tool_calls=self.tool_calls + other.tool_calls,
+        # Both sides are valid usages, so the sum is too: skip validation on this hot path.
+        total = Usage.__new__(Usage)
+        object.__setattr__(
+            total,
+            "__dict__",
+            {
+                "requests": self.requests + other.requests,
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+                "tool_calls": self.tool_calls + other.tool_calls,
+            },
         )
+        object.__setattr__(total, "__pydantic_fields_set__", _FIELDS)
+        object.__setattr__(total, "__pydantic_extra__", None)
+        object.__setattr__(total, "__pydantic_private__", None)
+        return total
 
     @property
     def total_tokens(self) -> int:
@@ -41,3 +51,6 @@ class Usage(BaseModel):
             f"Usage(requests={self.requests}, input_tokens={self.input_tokens}, "
             f"output_tokens={self.output_tokens}, tool_calls={self.tool_calls})"
         )
+
+
+_FIELDS = frozenset(Usage.model_fields)
