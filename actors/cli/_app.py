@@ -156,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
+    logging_config = structlog.get_config()
     try:
         args = build_parser().parse_args(arguments)
         debug = bool(getattr(args, "debug", False))
@@ -194,3 +195,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             "run again with --debug to see the traceback",
         )
         return 1
+    finally:  # called from Python, the command leaves the caller's logging as it was
+        structlog.configure(**logging_config)

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,12 +60,11 @@ def actors(tmp_path: Path) -> Actors:
 @pytest.fixture
 def inproc(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Callable[[Path | None], Actors]:
+) -> Iterator[Callable[[Path | None], Actors]]:
     """``main(argv)`` in this process (the same code without an interpreter's start-up cost).
 
     Takes the ACTORS_HOME to use (a fresh one by default).
     """
-    saved = structlog.get_config()
     monkeypatch.chdir(HERE)
     monkeypatch.syspath_prepend(str(HERE))
 
@@ -81,8 +80,9 @@ def inproc(
 
         return actors
 
-    yield make  # type: ignore[misc]
-    structlog.configure(**saved)  # main() configures logging for the command
+    before = structlog.get_config()
+    yield make
+    assert structlog.get_config() == before  # main() leaves logging as it found it
     sys.modules.pop("cli_agents", None)
 
 
