@@ -71,6 +71,7 @@ class EffectRunner:
             max_workers=max_workers, thread_name_prefix="actors-tool"
         )
         self._closed = False
+        self._models: dict[int, Any] = {}
         self._thread.start()
 
     def _run_loop(self) -> None:
@@ -108,6 +109,9 @@ class EffectRunner:
 
     def call_model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
         """Start a model request; its reply (or error) is delivered as `ModelReplied`."""
+        if id(model) not in self._models:
+            # Models with HTTP clients bound to this loop are closed when the runtime closes.
+            self._models[id(model)] = model
         self.submit(self._model(effect, model, deliver))
 
     async def _model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
@@ -273,6 +277,12 @@ class EffectRunner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # Close the HTTP clients models opened on this loop (the models stay usable).
+            closers = [m.aclose() for m in self._models.values() if hasattr(m, "aclose")]
+            results = await asyncio.gather(*closers, return_exceptions=True)
+            for result in results:
+                if isinstance(result, Exception):
+                    _log.warning("closing a model's client failed", exc_info=result)
 
         try:
             asyncio.run_coroutine_threadsafe(drain(), self._loop).result(timeout=5)
