@@ -139,19 +139,8 @@ def test_cancelling_the_parent_cancels_its_delegated_child(rt: Runtime) -> None:
 
 
 def test_a_delegated_child_left_behind_by_a_timed_out_tool_is_cancelled(rt: Runtime) -> None:
-    observed: list[bool] = []
-    done = threading.Event()
-
-    @tool
-    def wait_for_cancel(ctx: RunContext) -> str:  # type: ignore[type-arg]
-        """Cooperative: returns when its run is cancelled."""
-        observed.append(ctx.cancellation.wait(5))
-        done.set()
-        return "stopped"
-
-    worker = Agent(
-        "worker", model=ScriptedModel([call("wait_for_cancel"), "x"]), tools=[wait_for_cancel]
-    )
+    # Without a cancel, this worker would take 30 s; stopping well within BOUND shows it was.
+    worker = Agent("worker", model=ScriptedModel(["x"], latency=30))
 
     @tool(timeout=0.1)
     def orchestrate(ctx: RunContext) -> str:  # type: ignore[type-arg]
@@ -163,6 +152,5 @@ def test_a_delegated_child_left_behind_by_a_timed_out_tool_is_cancelled(rt: Runt
     )
     result = rt.spawn(parent).run("?")
     assert result.output == "gave up"
-    assert done.wait(BOUND)
-    assert observed == [True]
+    assert tool_results(result.messages)[0].content == "Tool timed out after 0.1 s"
     wait_stopped(rt, "boss-sub-1")

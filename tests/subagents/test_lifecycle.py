@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from typing import Any
 
 import pytest
 
-from actors import Agent, Runtime, Subagent, tool
+from actors import Agent, Message, Runtime, Subagent, ToolResultMessage, tool
 from actors.exceptions import AgentStoppedError
-from actors.testing import ScriptedModel, call
+from actors.testing import FunctionModel, ScriptedModel, call
 
 from .helpers import BOUND, events_of, tool_results, wait_stopped
 
@@ -86,8 +88,15 @@ def test_stopping_a_parent_mid_run_stops_its_running_children(rt: Runtime) -> No
         release.wait(BOUND)
         return "late"
 
+    async def parent_reply(messages: list[Message], tools: Any) -> Any:
+        if not any(isinstance(m, ToolResultMessage) for m in messages):
+            return call("c", task="t")
+        # The parent's next step is still in flight when it stops (cancelled with it).
+        await asyncio.Event().wait()
+        return "unreachable"
+
     child = Agent("c", model=ScriptedModel([call("block"), "x"]), tools=[block])
-    ref = rt.spawn(Agent("p", model=ScriptedModel([call("c", task="t"), "y"]), subagents=[child]))
+    ref = rt.spawn(Agent("p", model=FunctionModel(parent_reply), subagents=[child]))
     future = ref.run_async("?")
     try:
         assert started.wait(BOUND)

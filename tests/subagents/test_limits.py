@@ -62,19 +62,24 @@ def test_max_children_per_agent() -> None:
     assert result.output == "done"
 
 
+def _echo_last_result(messages: list[Message], tools: Any) -> Any:
+    """Call the one subagent, then answer with what came back (so the parent can see it)."""
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    if not results:
+        return call(tools[0].name, task="deeper")
+    return results[-1].content
+
+
 def test_max_agents_in_one_tree() -> None:
-    child = Agent("w", model=ScriptedModel(["ok"], per_agent=True))
-    parent = Agent(
-        "p",
-        model=ScriptedModel([[call("w", task="a"), call("w", task="b")], "done"]),
-        subagents=[child],
-    )
+    # root -> mid -> leaf: mid is alive (it is the one asking) when the leaf is refused.
+    leaf = Agent("leaf", model=ScriptedModel(["never"]))
+    mid = Agent("mid", model=FunctionModel(_echo_last_result), subagents=[leaf])
+    root = Agent("root", model=ScriptedModel([call("mid", task="go"), "done"]), subagents=[mid])
     with Runtime(limits=TreeLimits(max_agents=2)) as rt:
-        result = rt.spawn(parent).run("?")
-    first, second = tool_results(result.messages)
-    assert (first.content, first.is_error) == ("ok", False)
-    assert second.is_error
-    assert "max agents in one tree (2) reached" in second.content
+        result = rt.spawn(root).run("?")
+    (from_mid,) = tool_results(result.messages)
+    assert "Subagent 'leaf' (root-sub-1-sub-1) failed" in from_mid.content
+    assert "max agents in one tree (2) reached" in from_mid.content
     assert result.output == "done"
 
 
