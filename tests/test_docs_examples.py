@@ -1,4 +1,4 @@
-"""The code in the documentation runs: every ```python block of each page below, in order.
+"""The code in the docs and the README runs: every ```python block of each page, in order.
 
 A page's blocks share one namespace, so a later block can use what an earlier one defined.
 A block is skipped when the line before its fence is ``<!-- no-run -->``, or when its fence
@@ -15,17 +15,18 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
-    "index.md",
-    "actors.md",
-    "updates.md",
-    "events.md",
-    "subagents.md",
-    "suspension.md",
-    "cancellation.md",
-    "testing.md",
-    "cli.md",
+    "README.md",
+    "docs/index.md",
+    "docs/actors.md",
+    "docs/updates.md",
+    "docs/events.md",
+    "docs/subagents.md",
+    "docs/suspension.md",
+    "docs/cancellation.md",
+    "docs/testing.md",
+    "docs/cli.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")
@@ -72,11 +73,13 @@ def test_page_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
     modules = set(sys.modules)
     monkeypatch.setenv("ACTORS_HOME", str(tmp_path / "home"))
     # A real module, so dataclasses and pickling find the classes an example defines.
-    module = types.ModuleType(f"docs_{page.removesuffix('.md')}")
+    module = types.ModuleType(f"docs_{Path(page).stem}")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    for line, code in python_blocks((DOCS / page).read_text()):
+    blocks = python_blocks((ROOT / page).read_text())
+    assert blocks, f"{page} has no runnable example"
+    for line, code in blocks:
         # dont_inherit: the page's code must not get this file's `from __future__` imports.
-        exec(compile(code, f"docs/{page}:{line}", "exec", dont_inherit=True), module.__dict__)
+        exec(compile(code, f"{page}:{line}", "exec", dont_inherit=True), module.__dict__)
     for name in set(sys.modules) - modules:  # modules an example wrote into the scratch folder
         if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(tmp_path)):
             del sys.modules[name]
