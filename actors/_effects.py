@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Coroutine
@@ -152,21 +153,7 @@ class EffectRunner:
         """Start a tool call; its outcome is delivered as `ToolFinished`."""
         ctx: RunContext[Any] = effect.ctx
         if delegator is not None:
-            ctx = RunContext(
-                tool_context=ctx.tool_context,
-                metadata=ctx.metadata,
-                agent_id=ctx.agent_id,
-                parent_id=ctx.parent_id,
-                run_id=ctx.run_id,
-                tool_call_id=ctx.tool_call_id,
-                tool_name=ctx.tool_name,
-                retry=ctx.retry,
-                usage=ctx.usage,
-                timeout=ctx.timeout,
-                cancellation=ctx.cancellation,
-                answer=ctx.answer,
-                _delegator=delegator,
-            )
+            ctx = dataclasses.replace(ctx, _delegator=delegator)
         if effect.tool.is_async:
             self.submit(self._tool(effect, ctx, deliver))
         else:
@@ -208,6 +195,7 @@ class EffectRunner:
                     "tool raised",
                     tool=effect.tool.name,
                     agent_id=ctx.agent_id,
+                    run_id=ctx.run_id,
                     tool_call_id=ctx.tool_call_id,
                     exc_info=exc,
                 )
@@ -238,6 +226,7 @@ class EffectRunner:
                     "tool raised",
                     tool=tool.name,
                     agent_id=ctx.agent_id,
+                    run_id=ctx.run_id,
                     tool_call_id=ctx.tool_call_id,
                     exc_info=exc,
                 )
@@ -249,6 +238,7 @@ class EffectRunner:
                 "tool raised",
                 tool=tool.name,
                 agent_id=ctx.agent_id,
+                run_id=ctx.run_id,
                 tool_call_id=ctx.tool_call_id,
                 exc_info=exc,
             )

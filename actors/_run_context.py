@@ -10,6 +10,7 @@ from typing_extensions import TypeVar
 from actors._cancel import CancellationToken
 from actors._suspension import Answer
 from actors._usage import Usage
+from actors.exceptions import UserError
 
 __all__ = ["Delegator", "RunContext", "ToolContextT"]
 
@@ -80,10 +81,11 @@ class RunContext(Generic[ToolContextT]):
         limits and bookkeeping as a subagent the model calls. Blocks the tool (not the agent).
 
         Raises:
-            RuntimeError: The tool is not running inside an agent runtime.
+            UserError: The tool is not running inside an agent runtime.
         """
         if self._delegator is None:
-            raise RuntimeError(
-                "delegate() needs a running agent: this RunContext was built outside a runtime"
+            raise UserError(
+                "delegate() needs a running agent: this RunContext was built outside a runtime; "
+                "run the tool through Runtime.spawn (or SyncDriver)"
             )
         return self._delegator(agent, task, **kwargs)

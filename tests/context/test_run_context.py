@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from actors import AgentContext, Answer, CancellationToken, RunContext, ToolCall, Usage
-from actors.exceptions import Cancelled
+from actors.exceptions import Cancelled, UserError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +80,7 @@ def test_the_cancellation_token_is_passed_through() -> None:
 
 
 def test_delegate_needs_a_runtime() -> None:
-    with pytest.raises(RuntimeError, match="delegate\\(\\) needs a running agent"):
+    with pytest.raises(UserError, match="delegate\\(\\) needs a running agent"):
         RunContext().delegate(object(), "task")
 
 
