@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from actors import Agent, RunContext, Runtime, TreeLimits, tool
+from actors.exceptions import UserError
 from actors.testing import ScriptedModel, call
 
 from .helpers import BOUND, events_of, tool_results, wait_stopped
@@ -102,7 +103,7 @@ def test_delegation_obeys_tree_limits() -> None:
 
 
 def test_delegate_outside_a_runtime_says_so() -> None:
-    with pytest.raises(RuntimeError, match="needs a running agent"):
+    with pytest.raises(UserError, match="needs a running agent"):
         RunContext().delegate(_worker(), "x")
 
 
