@@ -16,18 +16,8 @@ import structlog
 
 from actors import __version__
 from actors.cli import _demo, _run, _sessions
-from actors.cli._errors import CliError
-from actors.exceptions import (
-    ActorsError,
-    AgentDefinitionError,
-    ModelAuthenticationError,
-    ModelError,
-    RunError,
-    SessionNotFoundError,
-    StoreError,
-    UnknownRequestError,
-    UserError,
-)
+from actors.cli._errors import CliError, hint_for, one_line
+from actors.exceptions import ActorsError
 
 __all__ = ["build_parser", "main"]
 
@@ -112,36 +102,10 @@ def _configure_logging(debug: bool) -> None:
     )
 
 
-def _hint_for(error: ActorsError) -> str:
-    """What to do about an error of the library, by its kind."""
-    if isinstance(error, SessionNotFoundError):
-        return "list the stored sessions with 'actors sessions list'"
-    if isinstance(error, UnknownRequestError):
-        return "see the open requests with 'actors sessions show ID'"
-    if isinstance(error, AgentDefinitionError):
-        return "fix the agent spec named above"
-    if isinstance(error, ModelAuthenticationError):
-        return "set the provider's API key (e.g. OPENAI_API_KEY or ANTHROPIC_API_KEY)"
-    if isinstance(error, ModelError):
-        return "check the model name, the provider's key and the network"
-    if isinstance(error, StoreError):
-        return "check the session database, or pass another with --db PATH"
-    if isinstance(error, RunError):
-        return "the session keeps the partial transcript: see 'actors sessions show ID'"
-    if isinstance(error, UserError):
-        return "check the arguments given"
-    return "run again with --debug for details"
-
-
 def _report(message: str, hint: str) -> None:
     print(f"actors: error: {message}", file=sys.stderr)
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
-
-
-def _one_line(text: str) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ActorsError as exc:
         if debug:
             traceback.print_exc()
-        _report(_one_line(str(exc)) or type(exc).__name__, _hint_for(exc))
+        _report(one_line(str(exc)) or type(exc).__name__, hint_for(exc))
         return 1
     except BrokenPipeError:  # `actors sessions show ID | head`: the reader has what it wanted
         with contextlib.suppress(OSError):
@@ -191,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         _report(
-            f"unexpected {type(exc).__name__}: {_one_line(str(exc))}",
+            f"unexpected {type(exc).__name__}: {one_line(str(exc))}",
             "run again with --debug to see the traceback",
         )
         return 1

@@ -10,6 +10,7 @@ from actors import Agent, AgentRef, Runtime
 from actors.cli._answers import approve_all, ask_each, leave_open
 from actors.cli._demo_team import DEMO_QUESTION, DemoContext, build_team
 from actors.cli._drive import Decide, drive
+from actors.cli._errors import run_failed
 from actors.cli._home import open_store
 from actors.cli._output import Output
 from actors.cli._session import (
@@ -20,6 +21,7 @@ from actors.cli._session import (
     print_usage,
 )
 from actors.cli._view import LiveView, PlainView, View
+from actors.exceptions import RunError
 from actors.models import infer_model
 
 __all__ = ["add_parser", "demo_spec"]
@@ -99,7 +101,10 @@ def run_demo(args: argparse.Namespace) -> int:
                 decide = leave_open
             else:
                 decide = approve_all(view)
-            result = drive(ref, lambda: ref.run(args.question, timeout=600), view, decide)
+            try:
+                result = drive(ref, lambda: ref.run(args.question, timeout=600), view, decide)
+            except RunError as exc:
+                raise run_failed(exc, session_id, args.db_flag) from exc
         print_outcome(out, result, session_id=session_id, db_flag=args.db_flag)
         out.heading("usage per agent")
         print_usage(out, store, session_id)

@@ -9,7 +9,7 @@ from typing import Any
 from actors import AgentRef, Runtime
 from actors.cli._answers import ask_each, leave_open
 from actors.cli._drive import Decide, drive
-from actors.cli._errors import CliError
+from actors.cli._errors import CliError, run_failed
 from actors.cli._home import open_store
 from actors.cli._jsonarg import json_object
 from actors.cli._output import Output
@@ -22,7 +22,7 @@ from actors.cli._session import (
 )
 from actors.cli._target import load_agent, normalize_target
 from actors.cli._view import LiveView, QuietView, View
-from actors.exceptions import SessionNotFoundError
+from actors.exceptions import RunError, SessionNotFoundError
 from actors.store import StoredSession
 
 __all__ = ["add_parser"]
@@ -135,7 +135,12 @@ def run_agent(args: argparse.Namespace) -> int:
         view: View = LiveView(out.console) if out.console is not None else QuietView(sys.stderr)
         with view:
             decide: Decide = ask_each(view, input) if args.interactive else leave_open
-            result = drive(ref, lambda: ref.run(args.prompt, timeout=args.timeout), view, decide)
+            try:
+                result = drive(
+                    ref, lambda: ref.run(args.prompt, timeout=args.timeout), view, decide
+                )
+            except RunError as exc:
+                raise run_failed(exc, session_id, args.db_flag) from exc
         if result.status == "completed" and not out.rich:
             print(render_output(result.output), flush=True)
         else:

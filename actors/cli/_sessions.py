@@ -20,7 +20,7 @@ from actors import (
 )
 from actors.cli._answers import ask_each, leave_open, parse_answer
 from actors.cli._drive import Decide, drive
-from actors.cli._errors import CliError
+from actors.cli._errors import CliError, one_line, run_failed
 from actors.cli._home import open_store
 from actors.cli._jsonarg import json_object
 from actors.cli._output import Output
@@ -31,6 +31,7 @@ from actors.cli._session import (
     team_specs,
 )
 from actors.cli._view import LiveView, PlainView, View, describe, render_tree
+from actors.exceptions import RunError, UnknownRequestError
 from actors.store import SessionStore, StoredSession
 
 __all__ = ["add_parser"]
@@ -275,7 +276,16 @@ def resume_session(args: argparse.Namespace) -> int:
                 for request_id in answers:
                     view.note(f"answered: {request_id}")
                 decide: Decide = ask_each(view, input) if args.interactive else leave_open
-                result = drive(ref, lambda: ref.resume(answers), view, decide)
+                try:
+                    result = drive(ref, lambda: ref.resume(answers), view, decide)
+                except UnknownRequestError as exc:
+                    raise CliError(
+                        one_line(str(exc)),
+                        f"see the open requests with 'actors sessions show {stored.session_id}"
+                        f"{args.db_flag}'",
+                    ) from exc
+                except RunError as exc:
+                    raise run_failed(exc, stored.session_id, args.db_flag) from exc
             print_outcome(out, result, session_id=stored.session_id, db_flag=args.db_flag)
             out.heading("usage per agent")
             print_usage(out, store, stored.session_id)

@@ -304,6 +304,7 @@ def test_run_approved_at_the_prompt(inproc: Callable[[Path | None], Actors]) -> 
         (["sessions", "list"], 1, "no session database at "),
         (["sessions", "resume", "s", "--answer", "nope"], 2, "--answer 'nope' is not"),
         (["demo", "--model", "nosuch:model"], 1, "cannot tell the provider of model"),
+        (["demo", "--model", "openai:gpt-4o-mini"], 1, "agent 'lead': the model failed: "),
         (["demo", "--interactive", "--defer"], 2, "argument --defer: not allowed with"),
         (["frobnicate"], 2, "argument COMMAND: invalid choice: 'frobnicate'"),
     ],
