@@ -108,6 +108,7 @@ class _Call:
     approval: bool = False  # parked waiting for the host to approve it
     unlogged: bool = False  # parked, its `suspended` event not yet written
     child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
+    child_usage: Usage | None = None  # a suspended child's tree usage so far
 
 
 @dataclass(slots=True)
@@ -779,7 +780,17 @@ class AgentLoop:
             return []
         assert run is not None
         result = message.result
+        if result is not None and result.status == "suspended":
+            # Not finished: no `subagent_finished`, and its usage so far is only remembered.
+            # A resumed child reports its whole run again, so counting it now would count it
+            # twice.
+            slot.state, slot.child_usage = "parked", message.tree_usage
+            slot.child_requests = tuple(
+                r.model_copy(update={"path": (self.ctx.agent_id, *r.path)}) for r in result.requests
+            )
+            return self._settle()
         run.children_usage = run.children_usage + message.tree_usage
+        slot.child_usage = None
         status = result.status if result is not None else "failed"
         note: dict[str, Any] = {
             "child_id": message.child_id,
@@ -789,12 +800,6 @@ class AgentLoop:
         if message.error is not None:
             note["error"] = f"{type(message.error).__name__}: {message.error}"
         slot.child_note = note
-        if result is not None and result.status == "suspended":
-            slot.state = "parked"
-            slot.child_requests = tuple(
-                r.model_copy(update={"path": (self.ctx.agent_id, *r.path)}) for r in result.requests
-            )
-            return self._settle()
         slot.outcome, slot.state = child_outcome(slot.call.name, message), "done"
         return self._settle()
 
@@ -965,6 +970,8 @@ class AgentLoop:
         for slot in run.calls.values():
             if slot.child_id and slot.state in ("running", "parked"):
                 effects.append(CancelChild(slot.child_id, reason))
+                if slot.child_usage is not None:  # its cancelled result will arrive too late
+                    run.children_usage = run.children_usage + slot.child_usage
             if slot.state == "parked" and slot.request is not None:
                 self.ctx._record(
                     "resumed", {"request_id": slot.request.id, "ok": False, "closed": reason}
