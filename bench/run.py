@@ -222,7 +222,7 @@ def render(results: dict[str, Any]) -> str:
     fastest_wide = min(ok_peers.items(), key=lambda kv: kv[1]["run_concurrent_s"], default=None)
 
     lines = [f"### Summary ({'quick sizes' if results['quick'] else 'full sizes'})", ""]
-    lines += ["| measure | actors | baseline (same run) | ratio | target | verdict |"]
+    lines += ["| measure | actors | baseline (same run) | actors ÷ baseline | target | verdict |"]
     lines += ["| --- | ---: | --- | ---: | --- | --- |"]
     ask, hop = get(ov, "raw_ask_s"), get(ov, "hop_s")
     lines.append(
@@ -296,7 +296,7 @@ def render(results: dict[str, Any]) -> str:
         lines.append(f"| store | failed: {store.get('error')} | | | | |")
 
     lines += ["", "### Per-run overhead: one tool call, then an answer (scripted model)", ""]
-    lines += ["| framework | sequential | 100 at once, per run | sequential vs actors |"]
+    lines += [f"| framework | sequential | {width} at once, per run | sequential, ÷ actors |"]
     lines += ["| --- | ---: | ---: | ---: |"]
     lines.append(
         f"| **actors** {results['versions'].get('actors', '')} (fresh agent per run) "
@@ -325,9 +325,13 @@ def render(results: dict[str, Any]) -> str:
         ("raw pykka ask round trip", "raw_ask_s"),
         ("hop: status query through an agent actor", "hop_s"),
         ("`ref.context()` (query + serialized copy of the context)", "context_query_s"),
+        (
+            "the agent loop alone, driven inline (no actor, thread or event loop)",
+            "run_state_machine_s",
+        ),
         ("spawn one agent (root, `Runtime.spawn`)", "spawn_s"),
         ("stop one agent (`ref.stop()`)", "stop_s"),
-        ("spawn, 100 in a row (per agent)", "spawn_concurrent_s"),
+        ("spawn, 100 back to back before running them at once (per agent)", "spawn_concurrent_s"),
         ("reused agent: runs 1-100", "run_reused_first_half_s"),
         ("reused agent: runs 101-200", "run_reused_second_half_s"),
     ]:
