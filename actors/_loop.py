@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from actors._agent import Agent, Subagent
 from actors._agent_context import AgentContext
 from actors._cancel import CancellationToken
+from actors._json import JsonError, json_copy
 from actors._loop_types import (
     ApprovalDecided,
     AskApproval,
@@ -587,6 +588,10 @@ class AgentLoop:
         }
         if answer is not None:
             data["resumed"] = True
+        if arguments is not slot.call.arguments:
+            # Approved with edited arguments: the log records what actually ran.
+            data["arguments"] = json_copy(dict(arguments), "approved arguments")
+            data["edited"] = True
         self.ctx._record("tool_call", data)
         ctx = self.ctx.run_context(
             slot.call,
@@ -906,10 +911,15 @@ class AgentLoop:
             if answer.arguments is not None:
                 try:
                     tool.validate(answer.arguments)
+                    json_copy(answer.arguments, "approved arguments")
                 except ValidationError as exc:
                     slot.outcome = ToolOutcome(
                         f"Approved arguments are invalid: {describe_validation_error(exc)}", True
                     )
+                    slot.state = "done"
+                    return []
+                except JsonError as exc:
+                    slot.outcome = ToolOutcome(f"Approved arguments are invalid: {exc}", True)
                     slot.state = "done"
                     return []
                 arguments = answer.arguments
