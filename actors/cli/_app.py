@@ -10,7 +10,7 @@ import shlex
 import sys
 import traceback
 from collections.abc import MutableMapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 import structlog
 
@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr:
+    """Writes to whatever ``sys.stderr`` is when a line is logged.
+
+    The live view redirects stderr, so log lines land above the tree instead of through it.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _configure_logging(debug: bool) -> None:
     """Library logs go to stderr: warnings only, one line each, unless ``--debug``."""
 
@@ -97,7 +110,7 @@ def _configure_logging(debug: bool) -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.DEBUG if debug else logging.WARNING
         ),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())),
         cache_logger_on_first_use=False,
     )
 
