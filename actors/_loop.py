@@ -928,6 +928,8 @@ class AgentLoop:
     # -- steering -----------------------------------------------------------------------------
 
     def _steer(self, message: UserMessage) -> list[Effect]:
+        # In a run, the message waits for the next step boundary (never between a tool call
+        # and its result); if the run ends first, it joins the transcript after the run.
         if self._run is None:
             # Idle: the message waits in the transcript; it starts nothing until the next run.
             self.ctx.add_message(message, source="steer")
@@ -962,6 +964,7 @@ class AgentLoop:
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": "completed"})
         result = self._result("completed", output)
         self._run = None
+        self._flush_steering(run)
         # A delegated child still running belongs to a tool that timed out: nobody waits on it.
         orphans: list[Effect] = [
             CancelChild(child_id, "the run that started it completed")
@@ -1003,6 +1006,7 @@ class AgentLoop:
             error.agent_id = self.ctx.agent_id
         self._run = None
         self.current_tool = None
+        self._flush_steering(run)
         return [*effects, Finish(run.reply, error=error)]
 
     def _cancel(self, reason: str) -> list[Effect]:
@@ -1016,4 +1020,15 @@ class AgentLoop:
         result = self._result("cancelled")
         self._run = None
         self.current_tool = None
+        self._flush_steering(run)
         return [*effects, Finish(run.reply, result=result)]
+
+    def _flush_steering(self, run: _Run) -> None:
+        """Messages sent after the run's last step boundary join the transcript, after it.
+
+        Exactly what happens to a message sent just after the run ended (to an idle agent):
+        nothing is lost, and where a message lands does not depend on a race with the end.
+        """
+        for message in run.steering:
+            self.ctx.add_message(message, source="steer")
+        run.steering.clear()
