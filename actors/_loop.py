@@ -75,6 +75,7 @@ _log = structlog.get_logger("actors.agent")
 LoopStatus = Literal["idle", "running", "suspended"]
 
 NOT_EXECUTED = "Tool call was not executed: {reason}"
+INTERRUPTED = "Tool call was interrupted before it finished (it may have had effects): {reason}"
 
 # The providers' marker for arguments that were not a JSON object (actors.models
 # INVALID_ARGUMENTS_KEY). Spelled out so the loop does not import the HTTP providers; a test
@@ -989,7 +990,14 @@ class AgentLoop:
                 self.ctx._record(
                     "resumed", {"request_id": slot.request.id, "ok": False, "closed": reason}
                 )
-        self.ctx.patch_dangling_tool_calls(lambda call: NOT_EXECUTED.format(reason=reason))
+        # A call that was running may have had effects: say so, or the model may repeat it.
+        started = {c.call.id for c in run.calls.values() if c.state == "running"}
+
+        def content(call: ToolCall) -> str:
+            text = INTERRUPTED if call.id in started else NOT_EXECUTED
+            return text.format(reason=reason)
+
+        self.ctx.patch_dangling_tool_calls(content)
         run.calls = {}
         return effects
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from actors import Runtime
+from actors._loop_types import CallTool, Input, ToolFinished
 from actors.testing import FakeClock
 
 
@@ -14,3 +18,31 @@ from actors.testing import FakeClock
 def rt() -> Iterator[Runtime]:
     with Runtime(clock=FakeClock()) as runtime:
         yield runtime
+
+
+class Deliveries:
+    """Sets an event once a tool call's result has been handed to its agent's mailbox."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._events: defaultdict[str, threading.Event] = defaultdict(threading.Event)
+        self._lock = threading.Lock()
+        original = runtime.effects.call_tool
+
+        def call_tool(effect: CallTool, deliver: Any, delegator: Any) -> None:
+            def delivered(message: Input) -> None:
+                deliver(message)
+                if isinstance(message, ToolFinished):
+                    self.of(message.call_id).set()
+
+            original(effect, delivered, delegator)
+
+        runtime.effects.call_tool = call_tool  # type: ignore[method-assign]
+
+    def of(self, call_id: str) -> threading.Event:
+        with self._lock:
+            return self._events[call_id]
+
+
+@pytest.fixture
+def deliveries(rt: Runtime) -> Deliveries:
+    return Deliveries(rt)
