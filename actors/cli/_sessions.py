@@ -137,6 +137,14 @@ def _tree(stored: StoredSession, contexts: dict[str, AgentContext]) -> TreeNode:
     return node(stored.root_agent_id)
 
 
+def _indented(node: TreeNode, depth: int = 0) -> list[tuple[int, TreeNode]]:
+    """The tree depth first, each node with its depth."""
+    out = [(depth, node)]
+    for child in node.children:
+        out.extend(_indented(child, depth + 1))
+    return out
+
+
 def _short(text: str, full: bool) -> str:
     text = text.strip()
     if full or len(text) <= 300:
@@ -193,17 +201,15 @@ def show_session(args: argparse.Namespace) -> int:
         contexts = {a.record.agent_id: AgentContext.deserialize(a.context) for a in stored.agents}
         out.line(f"session {stored.session_id}", style="bold")
         out.line(f"created {_when(stored.created_at)}, updated {_when(stored.updated_at)}")
+        if stored.root_agent_id not in contexts:
+            out.line("(the session holds no agent yet)")
+            return 0
         out.heading("tree")
         tree = _tree(stored, contexts)
         if out.console is not None:
             out.console.print(render_tree(tree))
         else:
-            for node in tree.walk():
-                depth = 0
-                parent = node.parent_id
-                while parent is not None:
-                    depth += 1
-                    parent = next(a.record.parent_id for a in stored.agents if a.agent_id == parent)
+            for depth, node in _indented(tree):
                 out.line(f"{'  ' * depth}{describe(node)}")
         requests = open_requests(stored)
         if requests:

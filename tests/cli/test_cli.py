@@ -354,3 +354,27 @@ def test_help_lists_the_commands(inproc: Callable[[Path | None], Actors]) -> Non
     for command in ("demo", "run", "sessions"):
         assert command in done.out
     assert "ACTORS_HOME" in done.out
+
+
+def test_a_session_of_library_code_shows_but_needs_python_to_resume(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    from cli_agents import guarded  # type: ignore[import-not-found]
+
+    from actors import Runtime
+    from actors.store import SQLiteStore
+
+    home = tmp_path / "lib-home"
+    home.mkdir()
+    with SQLiteStore(home / "sessions.sqlite") as store, Runtime() as runtime:
+        result = runtime.spawn(guarded, store=store, session_id="lib").run("Clean up.")
+    (request,) = result.requests
+
+    actors = inproc(home)
+    shown = actors("sessions", "show", "lib")
+    assert shown.code == 0, shown.err
+    assert f"\nopen requests\n{request.id} (approval) from guarded: " in shown.out
+    resumed = actors("sessions", "resume", "lib", "--answer", f"{request.id}=true")
+    assert resumed.code == 1
+    assert "was not started by the actors command" in _error_lines(resumed)[0]
+    assert _error_lines(resumed)[1].startswith("hint: restore it from Python: Runtime().restore(")
