@@ -106,3 +106,49 @@ def test_stopping_a_parent_mid_run_stops_its_running_children(rt: Runtime) -> No
         assert rt.live_agents() == 0
     finally:
         release.set()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_runtime.Runtime._arm_timeout: a kept child's timer from an earlier task is never "
+    "cancelled, and expire() only checks that the child is running, so it cancels a later task",
+)
+def test_a_kept_child_s_old_timeout_does_not_cancel_its_next_task(rt: Runtime) -> None:
+    timers: list[Any] = []
+
+    def record(delay: float, callback: Any) -> Any:
+        timers.append(callback)  # fired by hand below, never by the clock
+        return lambda: None
+
+    rt.effects.call_later = record  # type: ignore[method-assign]
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def block() -> str:
+        """Block (second task only)."""
+        started.set()
+        release.wait(BOUND)
+        return "second"
+
+    helper = Subagent(
+        Agent(
+            "helper", model=ScriptedModel(["first", call("block"), "second done"]), tools=[block]
+        ),
+        keep=True,
+        timeout=60,
+    )
+    parent = Agent(
+        "p",
+        model=ScriptedModel([call("helper", task="one"), call("helper", task="two"), "done"]),
+        subagents=[helper],
+    )
+    ref = rt.spawn(parent)
+    future = ref.run_async("?")
+    try:
+        assert started.wait(BOUND)  # the second task is running
+        first_task_timer = timers[0]
+        first_task_timer()  # the first task's deadline passes during the second task
+    finally:
+        release.set()
+    result = future.result(BOUND)
+    assert [r.content for r in tool_results(result.messages)] == ["first", "second done"]
