@@ -378,3 +378,20 @@ def test_a_session_of_library_code_shows_but_needs_python_to_resume(
     assert resumed.code == 1
     assert "was not started by the actors command" in _error_lines(resumed)[0]
     assert _error_lines(resumed)[1].startswith("hint: restore it from Python: Runtime().restore(")
+
+
+def test_demo_with_model_runs_the_same_tree_over_http(
+    inproc: Callable[[Path | None], Actors], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_openai import fake_openai  # type: ignore[import-not-found]
+
+    monkeypatch.setenv("ACTORS_ALLOW_MODEL_REQUESTS", "1")  # to a loopback server only
+    with fake_openai() as url:
+        done = inproc(None)("demo", "--pace", "0", "--model", f"openai-compatible:fake@{url}")
+    assert done.code == 0, done.err
+    assert "approved automatically: " in done.out  # the benchmark tool still asks
+    assert "\nanswer\nfake answer\n" in done.out
+    usage = done.out.split("usage per agent\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [row.split()[0] for row in usage[1:]] == [
+        "lead", "lead-sub-1", "lead-sub-2", "lead-sub-3", "lead-sub-4", "total"
+    ]  # fmt: skip
