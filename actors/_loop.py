@@ -469,28 +469,38 @@ class AgentLoop:
     def _dispatch(self, calls: tuple[ToolCall, ...]) -> list[Effect]:
         run = self._run
         assert run is not None
-        ctx = self.ctx
-        effects: list[Effect] = []
-        snapshot = ctx.metadata_snapshot()
+        # First check every call, then start any: a call past its retry budget ends the run
+        # before anything of this reply has run or been logged as started.
+        planned: list[tuple[ToolCall, str | None, bool]] = []  # call, problem, after final
+        seen: set[str] = set()
+        final_given = run.final is not None
         for call in calls:
-            if call.id in run.calls:
+            if call.id in seen:
                 # A provider bug; answering the first is all a transcript can hold.
                 _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
                 continue
-            slot = run.calls[call.id] = _Call(call)
-            if run.final is not None:
-                slot.outcome = ToolOutcome(
-                    NOT_EXECUTED.format(reason="a final result was already given"), True
-                )
-                slot.state = "done"
+            seen.add(call.id)
+            if final_given:
+                planned.append((call, None, True))
                 continue
             problem = self._retry_problem(call)
             if isinstance(problem, ActorsError):
                 return self._fail(problem, reason="error")
-            if problem is not None:
+            planned.append((call, problem, False))
+            if problem is None and call.name == FINAL_RESULT_TOOL and self._output is not None:
+                final_given = True
+        effects: list[Effect] = []
+        snapshot = self.ctx.metadata_snapshot()
+        for call, problem, after_final in planned:
+            slot = run.calls[call.id] = _Call(call)
+            if after_final:
+                slot.outcome = ToolOutcome(
+                    NOT_EXECUTED.format(reason="a final result was already given"), True
+                )
+                slot.state = "done"
+            elif problem is not None:
                 slot.outcome, slot.state = ToolOutcome(problem, True), "done"
-                continue
-            if call.name == FINAL_RESULT_TOOL and self._output is not None:
+            elif call.name == FINAL_RESULT_TOOL and self._output is not None:
                 run.final = (self._output.from_arguments(call.arguments),)
                 slot.outcome, slot.state = ToolOutcome("Final result processed."), "done"
             elif call.name in self._subagents:

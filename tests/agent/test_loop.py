@@ -449,3 +449,27 @@ def test_state_machine_discards_stale_inputs() -> None:
     assert loop.handle(ModelReplied("run-0", 1, response=stale)) == []
     assert loop.handle(ModelReplied("run-1", 7, response=stale)) == []
     assert len(loop.ctx.events) == before
+
+
+def test_a_call_past_its_budget_ends_the_run_before_any_call_of_the_reply_starts(
+    rt: Runtime,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def record(tag: str) -> str:
+        """Record."""
+        ran.append(tag)
+        return tag
+
+    child = Agent("child", model=ScriptedModel(["never"]))
+    model = ScriptedModel([[call("record", tag="first"), call("child", task="t"), call("nope")]])
+    agent = Agent("a", model=model, tools=[record], subagents=[child], tool_retries=0)
+    with capture_logs() as logs, pytest.raises(ToolRetriesExceeded) as info:
+        rt.spawn(agent).run("?")
+    assert ran == []
+    assert rt.live_agents() == 1
+    results = tool_results(info.value.messages)
+    assert len(results) == 3
+    assert all(r.is_error and "not executed" in r.content for r in results)
+    assert not any(e["event"] == "effect failed" for e in logs)
