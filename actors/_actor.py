@@ -36,7 +36,7 @@ from actors._loop_types import (
 from actors._model import StreamDelta
 from actors._result import RunResult
 from actors._usage import Usage
-from actors.exceptions import AgentStoppedError, RunFailedError
+from actors.exceptions import AgentStoppedError, RunFailedError, RunTimeoutError
 
 if TYPE_CHECKING:
     from actors._runtime import AgentNode, Runtime
@@ -113,6 +113,14 @@ class DelegateDone:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpireRun:
+    """A parent's deadline for one run of this child passed."""
+
+    reply: ParentReply
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """A question answered from the actor's thread (``ask``)."""
 
@@ -152,6 +160,9 @@ class AgentActor(pykka.ThreadingActor):
                 self.actors_log.exception("delegation failed")
                 if not message.future.done():
                     message.future.set_exception(exc)
+            return None
+        if isinstance(message, ExpireRun):
+            self._expire(message)
             return None
         if isinstance(message, DelegateDone):
             self._delegate_done(message)
@@ -294,6 +305,17 @@ class AgentActor(pykka.ThreadingActor):
             tree = result.tree_usage if result is not None else self._usage_of(effect)
             reply.parent.tell(DelegateDone(reply, result, effect.error, tree))
             self.actors_runtime.child_done(self.actors_node, effect)
+
+    def _expire(self, message: ExpireRun) -> None:
+        reply = message.reply
+        if reply not in self.actors_waiting:
+            return  # that run already ended; a kept child may be on another task
+        self.actors_waiting.remove(reply)
+        error = RunTimeoutError(
+            f"subagent {reply.child_id!r} timed out after {message.timeout:g} s"
+        )
+        reply.parent.tell(ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error))
+        self._handle(CancelRun(f"timed out after {message.timeout:g} s"))
 
     def _delegate_done(self, message: DelegateDone) -> None:
         result, error, future = message.result, message.error, message.reply.future

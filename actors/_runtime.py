@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pykka
 import structlog
 
-from actors._actor import AgentActor, Delegate, DelegateReply, ParentReply
+from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply
 from actors._agent import Agent
 from actors._agent_context import AgentContext
 from actors._effects import ApprovalHandler
@@ -33,7 +33,7 @@ from actors._loop_types import (
 )
 from actors._model import Model, StreamDelta
 from actors._test_models import TestModel
-from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
+from actors.exceptions import AgentStoppedError, RunError, UserError
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord
 
@@ -413,14 +413,12 @@ class Runtime:
 
     def _arm_timeout(self, child: AgentNode, reply: ParentReply, timeout: float) -> None:
         def expire() -> None:
-            if child.status not in ("running",) or not child.alive:
-                return
-            assert child.ref is not None
-            error = RunTimeoutError(f"subagent {child.agent_id!r} timed out after {timeout:g} s")
-            reply.parent.tell(
-                ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
-            )
-            child.ref.tell(CancelRun(f"timed out after {timeout:g} s"))
+            # The child decides: only the run this timer was armed for may expire (a kept child
+            # may be on its next task by now).
+            ref = child.ref
+            if ref is not None and ref.is_alive():
+                with contextlib.suppress(pykka.ActorDeadError):
+                    ref.tell(ExpireRun(reply, timeout))
 
         self.effects.call_later(timeout, expire)
 

@@ -108,11 +108,6 @@ def test_stopping_a_parent_mid_run_stops_its_running_children(rt: Runtime) -> No
         release.set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_runtime.Runtime._arm_timeout: a kept child's timer from an earlier task is never "
-    "cancelled, and expire() only checks that the child is running, so it cancels a later task",
-)
 def test_a_kept_child_s_old_timeout_does_not_cancel_its_next_task(rt: Runtime) -> None:
     timers: list[Any] = []
 
