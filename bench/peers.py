@@ -187,9 +187,9 @@ async def concurrent(peer: Peer, width: int, rounds: int) -> float:
     return median(samples)
 
 
-def measure(framework: str, quick: bool) -> dict[str, Any]:
-    runs = 30 if quick else 1_000
-    width, rounds = (20, 2) if quick else (100, 10)
+def measure(framework: str, quick: bool, fraction: float = 1.0) -> dict[str, Any]:
+    runs = 30 if quick else max(100, int(1_000 * fraction))
+    width, rounds = (20, 2) if quick else (100, max(2, round(10 * fraction)))
     began = time.perf_counter()
     peer = BUILDERS[framework]()
     setup = time.perf_counter() - began
@@ -208,6 +208,7 @@ def measure(framework: str, quick: bool) -> dict[str, Any]:
         "framework": framework,
         "version": metadata.version(DISTRIBUTIONS[framework]),
         "quick": quick,
+        "fraction": fraction,
         "sizes": {"runs": runs, "width": width, "rounds": rounds},
         "setup_s": setup,
         "run_sync_s": sync,
@@ -229,8 +230,9 @@ def report(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--framework", choices=FRAMEWORKS, required=True)
+    p.add_argument("--fraction", type=float, default=1.0, help="scale the sizes")
     args = p.parse_args(argv)
-    result = measure(args.framework, args.quick)
+    result = measure(args.framework, args.quick, args.fraction)
     return finish(result, args.json, lambda: report(result))
 
 

@@ -9,7 +9,9 @@ writes its figures to a temporary JSON file. The peers run in their own venv,
 bench/.peers-venv, created here from bench/requirements-peers.txt and never mixed with the
 project's. A section or a peer that fails becomes a row that says so; the run goes on.
 Ratios are against baselines measured in this same run: absolute times on a shared 2-core
-machine drift 2x from run to run, ratios hold.
+machine drift 2x from run to run, ratios hold. To keep drift out of the ratios, actors' per-run
+figures and the peers' are measured in three interleaved rounds (median of the rounds), and
+the hop and the raw ask in alternating blocks.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,9 +86,27 @@ def run_section(
         return figures
 
 
-def actors_section(module: str, quick: bool, timeout: float) -> dict[str, Any]:
-    command = [sys.executable, "-m", f"bench.{module}"] + (["--quick"] if quick else [])
+def actors_section(
+    module: str, quick: bool, timeout: float, extra: Sequence[str] = ()
+) -> dict[str, Any]:
+    command = [sys.executable, "-m", f"bench.{module}", *(["--quick"] if quick else []), *extra]
     return run_section(module, command, timeout)
+
+
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One section's figures from several rounds: the median of each number."""
+    good = [r for r in rounds if "error" not in r]
+    if not good:
+        return rounds[0] if rounds else {"error": "not run"}
+    out = dict(good[0])
+    for key, value in good[0].items():
+        values = [r.get(key) for r in good]
+        if isinstance(value, float) and all(isinstance(v, int | float) for v in values):
+            out[key] = statistics.median(values)
+    out["rounds"] = len(good)
+    if len(good) < len(rounds):
+        out["failed_rounds"] = [r["error"] for r in rounds if "error" in r]
+    return out
 
 
 def store_section(quick: bool) -> dict[str, Any]:
@@ -165,22 +186,43 @@ def ensure_peers_venv() -> dict[str, str]:
     return errors
 
 
-def peers(quick: bool) -> dict[str, dict[str, Any]]:
-    try:
-        install_errors = ensure_peers_venv()
-    except (OSError, subprocess.SubprocessError) as exc:
-        return {f: {"error": f"could not create the peers venv: {exc}"} for f in FRAMEWORKS}
-    out: dict[str, dict[str, Any]] = {}
-    for framework in FRAMEWORKS:
-        if framework in install_errors:
-            out[framework] = {"error": f"not installed: {install_errors[framework]}"}
-            continue
-        command = [str(peers_python()), "-m", "bench.peers", "--framework", framework]
-        out[framework] = run_section(
-            f"peer {framework}", command + (["--quick"] if quick else []), timeout=900
-        )
-        out[framework].setdefault("distribution", DISTRIBUTIONS[framework])
-    return out
+def per_run(quick: bool, with_peers: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The per-run overhead of actors and of each peer, measured in interleaved rounds.
+
+    Absolute times on a shared machine drift during a run; measuring actors and the peers in
+    turns (each round at a fraction of the full sizes, the order rotated from one round to the
+    next) and taking the median of the rounds keeps the drift out of their ratios.
+    """
+    rounds = 1 if quick else 3
+    fraction = ["--fraction", f"{1 / rounds:.4f}"] if rounds > 1 else []
+    install_errors: dict[str, str] = {}
+    if with_peers:
+        try:
+            install_errors = ensure_peers_venv()
+        except (OSError, subprocess.SubprocessError) as exc:
+            install_errors = {f: f"could not create the peers venv: {exc}" for f in FRAMEWORKS}
+    contenders = ["actors", *(FRAMEWORKS if with_peers else ())]
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in contenders}
+    for r in range(rounds):
+        order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
+        for name in order:
+            if name == "actors":
+                results[name].append(
+                    actors_section("run_overhead", quick, timeout=1200, extra=fraction)
+                )
+            elif name in install_errors:
+                results[name].append({"error": f"not installed: {install_errors[name]}"})
+            else:
+                command = [str(peers_python()), "-m", "bench.peers", "--framework", name]
+                command += ["--quick"] if quick else fraction
+                results[name].append(run_section(f"peer {name}", command, timeout=900))
+    overhead = combine(results.pop("actors"))
+    if not with_peers:
+        return overhead, None
+    peers = {name: combine(rows) for name, rows in results.items()}
+    for name, peer in peers.items():
+        peer.setdefault("distribution", DISTRIBUTIONS[name])
+    return overhead, peers
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -419,12 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     sections = results["sections"]
     sections["imports"] = actors_section("imports", args.quick, timeout=300)
-    sections["overhead"] = actors_section("run_overhead", args.quick, timeout=1200)
+    sections["overhead"], peer_figures = per_run(args.quick, not args.no_peers)
     sections["fanout"] = actors_section("fanout", args.quick, timeout=600)
     sections["scale"] = actors_section("scale", args.quick, timeout=1800)
     sections["store"] = store_section(args.quick)
-    if not args.no_peers:
-        sections["peers"] = peers(args.quick)
+    if peer_figures is not None:
+        sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()
 
     report = header(results) + "\n\n" + render(results)

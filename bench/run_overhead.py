@@ -7,7 +7,8 @@ Measures, in one process:
 - raw ask: a `pykka.ThreadingActor` whose ``on_receive`` returns the message; ``ref.ask(x)``.
 - hop: an ask round trip through an agent actor (`AgentActor.on_receive` answering a status
   `Query`): what one message between agents costs on top of pykka. Also ``ref.context()``,
-  the public query, which serializes and copies the agent's context on top of the hop.
+  the public query, which serializes and copies the agent's context on top of the hop. The
+  three are measured in alternating blocks, so drift skews none against another.
 - one run (a `ScriptedModel` makes one tool call, then answers), sequential:
   a fresh agent per run (spawn and stop timed apart from the run: the headline), and one agent
   reused with ``ref.run`` for 200 runs (its transcript grows by 4 messages a run, and so does
@@ -56,23 +57,6 @@ class Echo(pykka.ThreadingActor):
         return message
 
 
-def raw_ask(n: int) -> float:
-    """Median seconds of one ``ask`` round trip to a bare pykka actor."""
-    ref = Echo.start()
-    try:
-        for _ in range(min(n, 1000)):  # warm up
-            ref.ask(1)
-        samples = []
-        clock = time.perf_counter
-        for i in range(n):
-            began = clock()
-            ref.ask(i)
-            samples.append(clock() - began)
-    finally:
-        ref.stop()
-    return median(samples)
-
-
 def spec(replies: int = 1) -> Agent[Any]:
     """An agent whose scripted model calls `echo` once, then answers, ``replies`` times over."""
     script: list[Any] = []
@@ -81,27 +65,43 @@ def spec(replies: int = 1) -> Agent[Any]:
     return Agent("bench", model=ScriptedModel(script, per_agent=True), tools=[echo])
 
 
-def hop(n: int) -> dict[str, float]:
-    """Median seconds of a status query and of ``ref.context()`` on an idle agent."""
-    with Runtime() as runtime:
-        ref = runtime.spawn(spec())
-        actor = ref._node.ref
-        assert actor is not None
-        query = Query("status")
-        for _ in range(min(n, 1000)):
-            actor.ask(query)
-        clock = time.perf_counter
-        samples = []
-        for _ in range(n):
-            began = clock()
-            actor.ask(query, timeout=10)
-            samples.append(clock() - began)
-        contexts = []
-        for _ in range(max(1, n // 10)):
-            began = clock()
-            ref.context()
-            contexts.append(clock() - began)
-    return {"hop": median(samples), "context": median(contexts)}
+def floor(n: int, block: int = 500) -> dict[str, float]:
+    """Medians of a raw pykka ask, a status query to an agent actor, and ``ref.context()``.
+
+    The three are measured in alternating blocks, so that a machine whose speed drifts during
+    the measurement (a shared 2-core box does) skews none of them against the others.
+    """
+    clock = time.perf_counter
+    samples: dict[str, list[float]] = {"ask": [], "hop": [], "context": []}
+    echo_ref = Echo.start()
+    try:
+        with Runtime() as runtime:
+            ref = runtime.spawn(spec())
+            actor = ref._node.ref
+            assert actor is not None
+            query = Query("status")
+            for _ in range(min(n, 1000)):  # warm up
+                echo_ref.ask(1)
+                actor.ask(query, timeout=10)
+            done = 0
+            while done < n:
+                size = min(block, n - done)
+                for i in range(size):
+                    began = clock()
+                    echo_ref.ask(i)
+                    samples["ask"].append(clock() - began)
+                for _ in range(size):
+                    began = clock()
+                    actor.ask(query, timeout=10)
+                    samples["hop"].append(clock() - began)
+                for _ in range(max(1, size // 10)):
+                    began = clock()
+                    ref.context()
+                    samples["context"].append(clock() - began)
+                done += size
+    finally:
+        echo_ref.stop()
+    return {kind: median(values) for kind, values in samples.items()}
 
 
 def state_machine(n: int) -> dict[str, float]:
@@ -204,13 +204,13 @@ def concurrent(width: int, rounds: int) -> dict[str, float]:
     return {"run": median(per_run), "spawn": median(spawn)}
 
 
-def measure(quick: bool) -> dict[str, Any]:
-    asks = 300 if quick else 20_000
-    runs = 30 if quick else 2_000
-    width, rounds = (20, 2) if quick else (100, 10)
+def measure(quick: bool, fraction: float = 1.0) -> dict[str, Any]:
+    asks = 300 if quick else max(1_000, int(20_000 * fraction))
+    runs = 30 if quick else max(100, int(2_000 * fraction))
+    width, rounds = (20, 2) if quick else (100, max(2, round(10 * fraction)))
     gc.collect()
-    ask = raw_ask(asks)
-    hops = hop(asks)
+    hops = floor(asks)
+    ask = hops["ask"]
     fresh = sequential_fresh(runs)
     try:
         inline = state_machine(runs)
@@ -220,6 +220,7 @@ def measure(quick: bool) -> dict[str, Any]:
     wide = concurrent(width, rounds)
     return {
         "quick": quick,
+        "fraction": fraction,
         "sizes": {
             "asks": asks,
             "runs": runs,
@@ -270,8 +271,15 @@ def report(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(__doc__).parse_args(argv)
-    result = measure(args.quick)
+    p = parser(__doc__)
+    p.add_argument(
+        "--fraction",
+        type=float,
+        default=1.0,
+        help="scale the sizes (for rounds interleaved with the peers')",
+    )
+    args = p.parse_args(argv)
+    result = measure(args.quick, args.fraction)
     return finish(result, args.json, lambda: report(result))
 
 
