@@ -301,7 +301,7 @@ def run_and_kill(path: Path, durability: str, first_batch: int, reports: int) ->
 def test_sigkill_loses_nothing_committed(path: Path, durability: str, seed: int) -> None:
     rng = random.Random(seed)
     first = 0
-    for _round in range(3):
+    for _round in range(2):
         reported = run_and_kill(path, durability, first, reports=rng.randint(1, 40))
         with SQLiteStore(path) as store:
             last_seq = store.last_seq("crash", "root")
