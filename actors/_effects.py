@@ -190,6 +190,8 @@ class EffectRunner:
         def work() -> None:
             try:
                 outcome = outcome_of_return(effect.tool.invoke(ctx, effect.arguments))
+            except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
+                outcome = outcome_of_error(exc)
             except Exception as exc:  # a failing tool is a result for the model, not a crash
                 _log.warning(
                     "tool raised",
@@ -233,6 +235,8 @@ class EffectRunner:
                 outcome = outcome_of_error(exc)
         except asyncio.CancelledError:
             outcome = outcome_of_error(Cancelled(ctx.cancellation.reason or "cancelled"))
+        except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
+            outcome = outcome_of_error(exc)
         except Exception as exc:  # a failing tool is a result for the model, not a crash
             _log.warning(
                 "tool raised",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
+import uuid
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
@@ -20,16 +20,15 @@ Reply: TypeAlias = (
 """One scripted reply: text, an assistant message, one or more tool calls, a full response, or
 an exception to raise."""
 
-_ids = itertools.count(1)
-
 
 def call(name: str, /, **arguments: Any) -> ToolCall:
     """A tool call for a script: ``call("search", query="pykka")``.
 
-    The id is ``"<name>-<n>"`` with a process-wide counter; pass ``id=`` in ``arguments``'s
-    place by building a `ToolCall` yourself when ids must be fixed.
+    The id is ``"<name>-<random hex>"``; build a `ToolCall` yourself when ids must be fixed.
     """
-    return ToolCall(id=f"{name}-{next(_ids)}", name=name, arguments=arguments)
+    # A random part keeps ids unique across processes: a session continued in a new process
+    # builds its script again, and its transcript must not hold the same id twice.
+    return ToolCall(id=f"{name}-{uuid.uuid4().hex[:10]}", name=name, arguments=arguments)
 
 
 def _estimate_tokens(messages: Sequence[Message]) -> int:
@@ -88,8 +87,10 @@ class ScriptedModel:
         replies: The replies, in order: text, `AssistantMessage`, a `ToolCall` (see `call`), a
             list of tool calls, a `ModelResponse`, or an exception to raise.
         latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep).
-        per_agent: Give every agent its own cursor into the script, so one spec can be reused
-            by many agents (children of a fan-out, a simulation's population).
+        per_agent: Give every agent its own place in the script, so one spec can be reused by
+            many agents (children of a fan-out, a simulation's population). The place is read
+            from the agent's transcript (one reply per assistant message so far), so a restored
+            session, or the same spec in a new runtime, continues where the agent stands.
         name: The model's name.
 
     Example:
@@ -112,6 +113,7 @@ class ScriptedModel:
         self._name = name
         self._lock = threading.Lock()
         self._cursors: dict[str, int] = {}
+        self._raised: dict[str, int] = {}
         self.requests: list[ModelRequest] = []
 
     @property
@@ -123,14 +125,22 @@ class ScriptedModel:
         key = request.agent_id if self.per_agent else ""
         with self._lock:
             self.requests.append(request)
-            index = self._cursors.get(key, 0)
+            if self.per_agent:
+                # Every reply given became one assistant message, except scripted exceptions.
+                answered = sum(isinstance(m, AssistantMessage) for m in request.messages)
+                index = answered + self._raised.get(key, 0)
+            else:
+                index = self._cursors.get(key, 0)
             if index >= len(self.replies):
                 raise IndexError(
                     f"ScriptedModel ran out of replies after {len(self.replies)} "
                     f"(agent {request.agent_id!r}); add more replies to the script"
                 )
             self._cursors[key] = index + 1
-            return self.replies[index]
+            reply = self.replies[index]
+            if isinstance(reply, BaseException):
+                self._raised[key] = self._raised.get(key, 0) + 1
+            return reply
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Give the next scripted reply."""

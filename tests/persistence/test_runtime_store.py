@@ -85,21 +85,33 @@ def test_tool_context_is_never_stored(tmp_path: Path) -> None:
 
 
 def test_restore_resumes_a_suspension_three_levels_deep(store: Any) -> None:
-    def tree(leaf: list[Any], mid: list[Any], root: list[Any]) -> Agent[Any]:
-        leaf_spec = Agent("leaf", model=ScriptedModel(leaf, per_agent=True), tools=[ask])
-        mid_spec = Agent("mid", model=ScriptedModel(mid, per_agent=True), subagents=[leaf_spec])
-        return Agent("root", model=ScriptedModel(root, per_agent=True), subagents=[mid_spec])
+    def tree() -> Agent[Any]:
+        # per_agent scripts read each agent's place from its transcript, so one script serves
+        # before the "crash" and again after the restore, in a new runtime.
+        leaf = Agent(
+            "leaf",
+            model=ScriptedModel([call("ask", question="color?"), "leaf saw blue"], per_agent=True),
+            tools=[ask],
+        )
+        mid = Agent(
+            "mid",
+            model=ScriptedModel([call("leaf", task="t"), "mid done"], per_agent=True),
+            subagents=[leaf],
+        )
+        return Agent(
+            "root",
+            model=ScriptedModel([call("mid", task="t"), "root done"], per_agent=True),
+            subagents=[mid],
+        )
 
-    before = tree(
-        [call("ask", question="color?")], [call("leaf", task="t")], [call("mid", task="t")]
-    )
+    before = tree()
     with Runtime() as runtime:
         result = runtime.spawn(before, store=store, session_id="deep").run("go", timeout=10)
     assert result.suspended
     (request,) = result.requests
     assert request.path == ("root", "root-sub-1", "root-sub-1-sub-1")
 
-    after = tree(["leaf saw blue"], ["mid done"], ["root done"])
+    after = tree()
     with Runtime() as runtime:
         ref = runtime.restore("deep", store=store, agents=[after])
         assert [n.status for n in ref.tree().walk()] == ["suspended"] * 3
@@ -111,23 +123,19 @@ def test_restore_resumes_a_suspension_three_levels_deep(store: Any) -> None:
 
 
 def test_restore_keeps_a_kept_child_and_its_context(store: Any) -> None:
-    def lead(child_script: list[Any], lead_script: list[Any]) -> Agent[Any]:
-        helper = Agent("helper", model=ScriptedModel(child_script, per_agent=True))
+    def lead() -> Agent[Any]:
+        helper = Agent("helper", model=ScriptedModel(["first", "second"], per_agent=True))
+        script = [call("helper", task="one"), "ok", call("helper", task="two"), "ok"]
         return Agent(
             "lead",
-            model=ScriptedModel(lead_script, per_agent=True),
+            model=ScriptedModel(script, per_agent=True),
             subagents=[Subagent(helper, keep=True)],
         )
 
     with Runtime() as runtime:
-        ref = runtime.spawn(
-            lead(["first"], [call("helper", task="one"), "ok"]), store=store, session_id="kept"
-        )
-        ref.run("go", timeout=10)
+        runtime.spawn(lead(), store=store, session_id="kept").run("go", timeout=10)
     with Runtime() as runtime:
-        ref = runtime.restore(
-            "kept", store=store, agents=[lead(["second"], [call("helper", task="two"), "ok"])]
-        )
+        ref = runtime.restore("kept", store=store, agents=[lead()])
         (child,) = ref.tree().children
         assert child.status == "idle"
         ref.run("again", timeout=10)
