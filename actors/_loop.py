@@ -4,22 +4,36 @@ It takes inputs (`StartRun`, `ModelReplied`, `ToolFinished`, ...) and returns ef
 `CallTool`, `RunChild`, `Finish`, ...). A host carries the effects out and feeds their
 completions back as inputs: the pykka actor does it with threads and an asyncio loop, the
 synchronous driver of `actors.testing` does it inline. The loop never blocks and never does I/O.
+
+`AgentLoop` is assembled along the loop's seams: its state and limits live in `_loop_state`,
+children (subagent calls and delegations) in `_loop_children`, suspension (parked calls,
+answers, approvals) in `_loop_suspension`; runs, model steps, tool calls and endings are here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import structlog
 from pydantic import ValidationError
 
-from actors._agent import Agent, Subagent
+from actors._agent import Agent
 from actors._agent_context import AgentContext
 from actors._cancel import CancellationToken
-from actors._json import JsonError, json_copy
+from actors._json import json_copy
+from actors._loop_children import ChildrenMixin
+from actors._loop_state import (
+    INTERRUPTED,
+    INVALID_ARGUMENTS_KEY,
+    NOT_EXECUTED,
+    LoopStatus,
+    TreeLimits,
+    _Call,
+    _Run,
+)
+from actors._loop_suspension import SuspensionMixin
 from actors._loop_types import (
     ApprovalDecided,
     AskApproval,
@@ -32,9 +46,7 @@ from actors._loop_types import (
     Finish,
     Input,
     ModelReplied,
-    ResumeChild,
     ResumeRun,
-    RunChild,
     StartRun,
     Steer,
     ToolFinished,
@@ -48,10 +60,9 @@ from actors._messages import (
     UserMessage,
 )
 from actors._model import Model, ModelRequest
-from actors._outcome import render
 from actors._output import FINAL_RESULT_TOOL, OutputSchema
 from actors._result import RunResult
-from actors._subagent_calls import child_outcome, subagent_definition, validate_task
+from actors._subagent_calls import subagent_definition, validate_task
 from actors._suspension import Answer, Request
 from actors._tools import Tool, describe_validation_error
 from actors._usage import Usage
@@ -63,7 +74,6 @@ from actors.exceptions import (
     RunError,
     RunFailedError,
     ToolRetriesExceeded,
-    UnknownRequestError,
     UsageLimitExceeded,
     UserError,
 )
@@ -72,67 +82,8 @@ __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
 _log = structlog.get_logger("actors.agent")
 
-LoopStatus = Literal["idle", "running", "suspended"]
 
-NOT_EXECUTED = "Tool call was not executed: {reason}"
-INTERRUPTED = "Tool call was interrupted before it finished (it may have had effects): {reason}"
-
-# The providers' marker for arguments that were not a JSON object (actors.models
-# INVALID_ARGUMENTS_KEY). Spelled out so the loop does not import the HTTP providers; a test
-# keeps the two equal.
-INVALID_ARGUMENTS_KEY = "__actors_invalid_arguments__"
-
-
-@dataclass(frozen=True, slots=True)
-class TreeLimits:
-    """Limits against runaway agent trees.
-
-    Attributes:
-        max_depth: How deep below the root a child may be (the root is depth 0).
-        max_children: How many children one agent may spawn over its life.
-        max_agents: How many agents one tree may hold at once, the root included.
-    """
-
-    max_depth: int = 5
-    max_children: int = 100
-    max_agents: int = 1000
-
-
-@dataclass(slots=True)
-class _Call:
-    call: ToolCall
-    state: Literal["running", "done", "parked", "applied"] = "running"
-    outcome: ToolOutcome | None = None
-    token: CancellationToken | None = None
-    request: Request | None = None  # the open request of a parked call
-    child_id: str | None = None
-    child_requests: tuple[Request, ...] = ()  # open requests of a parked child
-    approval: bool = False  # parked waiting for the host to approve it
-    unlogged: bool = False  # parked, its `suspended` event not yet written
-    child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
-    child_usage: Usage | None = None  # a suspended child's tree usage so far
-
-
-@dataclass(slots=True)
-class _Run:
-    run_id: str
-    reply: Any
-    token: CancellationToken
-    start_usage: Usage
-    start_seq: int
-    step: int = 0
-    calls: dict[str, _Call] = field(default_factory=dict)
-    retries: dict[str, int] = field(default_factory=dict)
-    output_retries: int = 0
-    final: tuple[Any] | None = None
-    steering: list[UserMessage] = field(default_factory=list)
-    children_usage: Usage = field(default_factory=Usage)
-    validated: dict[str, dict[str, Any]] = field(default_factory=dict)
-    awaiting_model: bool = False
-    delegated: set[str] = field(default_factory=set)  # children started by tools, running
-
-
-class AgentLoop:
+class AgentLoop(SuspensionMixin, ChildrenMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -211,29 +162,6 @@ class AgentLoop:
         """A deterministic id for the next run of this agent."""
         return f"{self.ctx.agent_id}-run-{self._runs + 1}"
 
-    def open_requests(self) -> tuple[Request, ...]:
-        """Every open request of this agent and its descendants, with paths from here."""
-        if self._run is None:
-            return ()
-        out: list[Request] = []
-        for call in self._run.calls.values():
-            if call.state != "parked":
-                continue
-            if call.request is not None:
-                out.append(call.request)
-            out.extend(call.child_requests)
-        return tuple(out)
-
-    def running_children(self) -> list[str]:
-        """Ids of children working (or parked) for the current run."""
-        if self._run is None:
-            return []
-        return [
-            c.child_id
-            for c in self._run.calls.values()
-            if c.child_id and c.state in ("running", "parked")
-        ]
-
     def fail_now(self, error: RunError) -> list[Effect]:
         """End the run in progress with ``error`` (used by a host that hit a fault)."""
         return self._fail(error, reason="error")
@@ -242,41 +170,6 @@ class AgentLoop:
         """Set the run's cancellation token (the host is going away)."""
         if self._run is not None:
             self._run.token.cancel(reason)
-
-    def begin_delegation(self, agent: Agent[Any], task: str) -> tuple[str | None, str | None]:
-        """Book a child started from inside a tool: returns ``(child_id, None)`` or a refusal."""
-        if self._run is None:  # a tool that outlived its run (cancelled, ignoring its token)
-            return None, "the run that started the tool is over"
-        if self.depth + 1 > self.limits.max_depth:
-            return None, f"max depth {self.limits.max_depth} reached"
-        if self._children_spawned >= self.limits.max_children:
-            return None, f"max children per agent ({self.limits.max_children}) reached"
-        self._children_spawned += 1
-        child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
-        # Tracked so that cancelling or failing the run cancels the child too.
-        self._run.delegated.add(child_id)
-        self.ctx._record(
-            "subagent_spawned",
-            {
-                "child_id": child_id,
-                "name": agent.name,
-                "agent": agent.name,
-                "task": task,
-                "delegated": True,
-                "keep": False,
-            },
-        )
-        return child_id, None
-
-    def end_delegation(self, child_id: str, status: str, usage: Usage, error: str | None) -> None:
-        """Book the end of a delegated child (its usage joins the run's tree usage)."""
-        if self._run is not None and child_id in self._run.delegated:
-            self._run.delegated.discard(child_id)
-            self._run.children_usage = self._run.children_usage + usage
-        data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
-        if error is not None:
-            data["error"] = error
-        self.ctx._record("subagent_finished", data)
 
     # -- the one entry point -----------------------------------------------------------------
 
@@ -630,31 +523,6 @@ class AgentLoop:
             slot.outcome, slot.state = outcome, "done"
         return self._settle()
 
-    def _park(self, slot: _Call, request: Request, *, approval: bool = False) -> None:
-        """Park a call on a request of its own; it is logged when the step settles."""
-        slot.state, slot.request, slot.outcome = "parked", request, None
-        slot.approval, slot.unlogged = approval, True
-
-    def _log_park(self, slot: _Call) -> None:
-        ctx = self.ctx
-        request = slot.request
-        assert request is not None
-        request_id = request.id or f"{ctx.agent_id}-req-{len(ctx.events)}"
-        if request_id in ctx.suspended:
-            request_id = f"{request_id}-{len(ctx.events)}"
-        request = request.model_copy(
-            update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
-        )
-        ctx._record(
-            "suspended",
-            {
-                "request": request.model_dump(mode="json"),
-                "tool_call": slot.call.model_dump(mode="json"),
-                "approval": slot.approval,
-            },
-        )
-        slot.request, slot.unlogged = request, False
-
     def _settle(self) -> list[Effect]:
         """Once no call is running: apply results in call order, then suspend or go on."""
         run = self._run
@@ -701,240 +569,6 @@ class AgentLoop:
         if any(c.state == "parked" for c in calls):
             return [Finish(run.reply, result=self._result("suspended"))]
         return self._next_step()
-
-    def _on_approval(self, message: ApprovalDecided) -> list[Effect]:
-        run = self._run
-        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
-        if slot is None or not slot.approval or slot.state != "running" or slot.request is None:
-            _log.info("late approval discarded", agent_id=self.ctx.agent_id)
-            return []
-        answer = message.answer
-        self.ctx._record(
-            "resumed", {"request_id": slot.request.id, "ok": answer.ok, "by": "approval_handler"}
-        )
-        slot.request = None
-        effects = self._answered(slot, answer, self.ctx.metadata_snapshot())
-        return [*effects, *self._settle()]
-
-    # -- subagents ----------------------------------------------------------------------------
-
-    def _start_child(
-        self, slot: _Call, subagent: Subagent, snapshot: Mapping[str, Any]
-    ) -> list[Effect]:
-        run = self._run
-        assert run is not None
-        ctx = self.ctx
-        kept = self._kept.get(subagent.tool_name) if subagent.keep else None
-        refusal: str | None = None
-        if kept is None:
-            if self.depth + 1 > self.limits.max_depth:
-                refusal = f"max depth {self.limits.max_depth} reached"
-            elif self._children_spawned >= self.limits.max_children:
-                refusal = f"max children per agent ({self.limits.max_children}) reached"
-        if refusal is not None:
-            slot.outcome = ToolOutcome(
-                f"Subagent {subagent.tool_name!r} was not started: {refusal}.", True
-            )
-            slot.state = "done"
-            return []
-        task = str(slot.call.arguments.get("task", ""))
-        if "input" in slot.call.arguments:
-            task = f"{task}\n\nInput:\n{render(slot.call.arguments['input'])}"
-        spawn = kept is None
-        if kept is None:
-            self._children_spawned += 1
-            child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
-            ctx._record(
-                "subagent_spawned",
-                {
-                    "child_id": child_id,
-                    "name": subagent.tool_name,
-                    "agent": subagent.agent.name,
-                    "task": task,
-                    "tool_call_id": slot.call.id,
-                    "keep": subagent.keep,
-                },
-            )
-            if subagent.keep:
-                self._kept[subagent.tool_name] = child_id
-        else:
-            child_id = kept
-            ctx._record(
-                "subagent_spawned",
-                {
-                    "child_id": child_id,
-                    "name": subagent.tool_name,
-                    "agent": subagent.agent.name,
-                    "task": task,
-                    "tool_call_id": slot.call.id,
-                    "keep": True,
-                    "continued": True,
-                },
-            )
-        ctx.add_tool_call(slot.call, child_id=child_id)
-        slot.state, slot.child_id = "running", child_id
-        self.current_tool = subagent.tool_name
-        return [
-            RunChild(
-                run.run_id,
-                slot.call.id,
-                child_id,
-                subagent,
-                task,
-                # The child's snapshot is the parent's metadata when the step started.
-                snapshot,
-                subagent.timeout,
-                spawn,
-            )
-        ]
-
-    def _on_child(self, message: ChildFinished) -> list[Effect]:
-        run = self._run
-        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
-        if slot is None or slot.child_id != message.child_id or slot.state != "running":
-            _log.info("late child result discarded", child_id=message.child_id)
-            return []
-        assert run is not None
-        result = message.result
-        if result is not None and result.status == "suspended":
-            # Not finished: no `subagent_finished`, and its usage so far is only remembered.
-            # A resumed child reports its whole run again, so counting it now would count it
-            # twice.
-            slot.state, slot.child_usage = "parked", message.tree_usage
-            slot.child_requests = tuple(
-                r.model_copy(update={"path": (self.ctx.agent_id, *r.path)}) for r in result.requests
-            )
-            return self._settle()
-        run.children_usage = run.children_usage + message.tree_usage
-        slot.child_usage = None
-        status = result.status if result is not None else "failed"
-        note: dict[str, Any] = {
-            "child_id": message.child_id,
-            "status": status,
-            "usage": message.tree_usage.model_dump(),
-        }
-        if message.error is not None:
-            note["error"] = f"{type(message.error).__name__}: {message.error}"
-        slot.child_note = note
-        slot.outcome, slot.state = child_outcome(slot.call.name, message), "done"
-        return self._settle()
-
-    # -- suspension ---------------------------------------------------------------------------
-
-    def _restore_suspension(self) -> None:
-        """Rebuild a suspended run from the log (after a restore)."""
-        ctx = self.ctx
-        run_id = ctx.run_id or self.next_run_id()
-        start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-        self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
-        for data in ctx.suspended.values():
-            call = ToolCall.model_validate(data["tool_call"])
-            request = Request.model_validate(data["request"])
-            self._run.calls[call.id] = _Call(
-                call, "parked", request=request, approval=bool(data.get("approval"))
-            )
-
-    def restore_child_park(
-        self, call: ToolCall, child_id: str, requests: tuple[Request, ...], agent_id: str
-    ) -> None:
-        """After a restore: mark ``call`` as parked on a child that waits on ``requests``."""
-        if self._run is None:
-            ctx = self.ctx
-            start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-            run_id = ctx.run_id or self.next_run_id()
-            self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
-        self._run.calls[call.id] = _Call(
-            call,
-            "parked",
-            child_id=child_id,
-            child_requests=tuple(
-                r.model_copy(update={"path": (agent_id, *r.path)}) for r in requests
-            ),
-        )
-
-    def _resume(self, message: ResumeRun) -> list[Effect]:
-        run = self._run
-        answers = dict(message.answers)
-        if run is None or self.status != "suspended":
-            error = UnknownRequestError(
-                f"agent {self.ctx.agent_id!r} has no open requests "
-                f"(it is {self.status}); nothing was changed"
-            )
-            return [Finish(message.reply, error=error)]
-        own = {c.request.id: c for c in run.calls.values() if c.state == "parked" and c.request}
-        by_child: dict[str, tuple[_Call, dict[str, Answer]]] = {}
-        for slot in run.calls.values():
-            if slot.state == "parked" and slot.child_id:
-                for request in slot.child_requests:
-                    if request.id in answers:
-                        by_child.setdefault(slot.child_id, (slot, {}))[1][request.id] = answers[
-                            request.id
-                        ]
-        known = set(own) | {rid for _, group in by_child.values() for rid in group}
-        unknown = sorted(set(answers) - known)
-        bad = [rid for rid, answer in answers.items() if not isinstance(answer, Answer)]
-        if unknown or bad or not answers:
-            open_ids = sorted(r.id for r in self.open_requests())
-            detail = (
-                f"unknown or already answered request ids {unknown}"
-                if unknown
-                else (f"answers must be Answer objects ({bad})" if bad else "no answers given")
-            )
-            return [
-                Finish(
-                    message.reply,
-                    error=UnknownRequestError(
-                        f"{detail}; open requests are {open_ids}; nothing was changed"
-                    ),
-                )
-            ]
-        run.reply = message.reply
-        effects: list[Effect] = []
-        snapshot = self.ctx.metadata_snapshot()
-        for request_id, slot in own.items():
-            if request_id not in answers:
-                continue
-            answer = answers[request_id]
-            self.ctx._record("resumed", {"request_id": request_id, "ok": answer.ok})
-            slot.request = None
-            effects.extend(self._answered(slot, answer, snapshot))
-        for child_id, (slot, group) in by_child.items():
-            slot.state = "running"
-            slot.child_requests = ()
-            effects.append(ResumeChild(run.run_id, slot.call.id, child_id, group))
-        effects.extend(self._settle())
-        return effects
-
-    def _answered(self, slot: _Call, answer: Answer, snapshot: Mapping[str, Any]) -> list[Effect]:
-        tool = self._tools.get(slot.call.name)
-        if tool is None:  # the spec changed between suspension and answer
-            slot.outcome = ToolOutcome(f"Unknown tool {slot.call.name!r}.", True)
-            slot.state = "done"
-            return []
-        arguments: Mapping[str, Any] = slot.call.arguments
-        if slot.approval:
-            slot.approval = False
-            if not answer.ok:
-                reason = answer.reason or "no reason given"
-                slot.outcome = ToolOutcome(f"Tool call was rejected: {reason}", True)
-                slot.state = "done"
-                return []
-            if answer.arguments is not None:
-                try:
-                    tool.validate(answer.arguments)
-                    json_copy(answer.arguments, "approved arguments")
-                except ValidationError as exc:
-                    slot.outcome = ToolOutcome(
-                        f"Approved arguments are invalid: {describe_validation_error(exc)}", True
-                    )
-                    slot.state = "done"
-                    return []
-                except JsonError as exc:
-                    slot.outcome = ToolOutcome(f"Approved arguments are invalid: {exc}", True)
-                    slot.state = "done"
-                    return []
-                arguments = answer.arguments
-        return [self._call_tool(slot, tool, arguments, snapshot, answer)]
 
     # -- steering -----------------------------------------------------------------------------
 

@@ -1,0 +1,169 @@
+"""The agent loop's children: subagent calls the model makes, and delegations from tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from actors._agent import Agent, Subagent
+from actors._loop_state import _Call, _LoopCore
+from actors._loop_types import ChildFinished, Effect, RunChild, ToolOutcome
+from actors._outcome import render
+from actors._subagent_calls import child_outcome
+from actors._usage import Usage
+
+__all__ = ["ChildrenMixin"]
+
+_log = structlog.get_logger("actors.agent")
+
+
+class ChildrenMixin(_LoopCore):
+    """Spawning and continuing children, and booking their results (part of `AgentLoop`)."""
+
+    def running_children(self) -> list[str]:
+        """Ids of children working (or parked) for the current run."""
+        if self._run is None:
+            return []
+        return [
+            c.child_id
+            for c in self._run.calls.values()
+            if c.child_id and c.state in ("running", "parked")
+        ]
+
+    def begin_delegation(self, agent: Agent[Any], task: str) -> tuple[str | None, str | None]:
+        """Book a child started from inside a tool: returns ``(child_id, None)`` or a refusal."""
+        if self._run is None:  # a tool that outlived its run (cancelled, ignoring its token)
+            return None, "the run that started the tool is over"
+        if self.depth + 1 > self.limits.max_depth:
+            return None, f"max depth {self.limits.max_depth} reached"
+        if self._children_spawned >= self.limits.max_children:
+            return None, f"max children per agent ({self.limits.max_children}) reached"
+        self._children_spawned += 1
+        child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
+        # Tracked so that cancelling or failing the run cancels the child too.
+        self._run.delegated.add(child_id)
+        self.ctx._record(
+            "subagent_spawned",
+            {
+                "child_id": child_id,
+                "name": agent.name,
+                "agent": agent.name,
+                "task": task,
+                "delegated": True,
+                "keep": False,
+            },
+        )
+        return child_id, None
+
+    def end_delegation(self, child_id: str, status: str, usage: Usage, error: str | None) -> None:
+        """Book the end of a delegated child (its usage joins the run's tree usage)."""
+        if self._run is not None and child_id in self._run.delegated:
+            self._run.delegated.discard(child_id)
+            self._run.children_usage = self._run.children_usage + usage
+        data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
+        if error is not None:
+            data["error"] = error
+        self.ctx._record("subagent_finished", data)
+
+    def _start_child(
+        self, slot: _Call, subagent: Subagent, snapshot: Mapping[str, Any]
+    ) -> list[Effect]:
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        kept = self._kept.get(subagent.tool_name) if subagent.keep else None
+        refusal: str | None = None
+        if kept is None:
+            if self.depth + 1 > self.limits.max_depth:
+                refusal = f"max depth {self.limits.max_depth} reached"
+            elif self._children_spawned >= self.limits.max_children:
+                refusal = f"max children per agent ({self.limits.max_children}) reached"
+        if refusal is not None:
+            slot.outcome = ToolOutcome(
+                f"Subagent {subagent.tool_name!r} was not started: {refusal}.", True
+            )
+            slot.state = "done"
+            return []
+        task = str(slot.call.arguments.get("task", ""))
+        if "input" in slot.call.arguments:
+            task = f"{task}\n\nInput:\n{render(slot.call.arguments['input'])}"
+        spawn = kept is None
+        if kept is None:
+            self._children_spawned += 1
+            child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
+            ctx._record(
+                "subagent_spawned",
+                {
+                    "child_id": child_id,
+                    "name": subagent.tool_name,
+                    "agent": subagent.agent.name,
+                    "task": task,
+                    "tool_call_id": slot.call.id,
+                    "keep": subagent.keep,
+                },
+            )
+            if subagent.keep:
+                self._kept[subagent.tool_name] = child_id
+        else:
+            child_id = kept
+            ctx._record(
+                "subagent_spawned",
+                {
+                    "child_id": child_id,
+                    "name": subagent.tool_name,
+                    "agent": subagent.agent.name,
+                    "task": task,
+                    "tool_call_id": slot.call.id,
+                    "keep": True,
+                    "continued": True,
+                },
+            )
+        ctx.add_tool_call(slot.call, child_id=child_id)
+        slot.state, slot.child_id = "running", child_id
+        self.current_tool = subagent.tool_name
+        return [
+            RunChild(
+                run.run_id,
+                slot.call.id,
+                child_id,
+                subagent,
+                task,
+                # The child's snapshot is the parent's metadata when the step started.
+                snapshot,
+                subagent.timeout,
+                spawn,
+            )
+        ]
+
+    def _on_child(self, message: ChildFinished) -> list[Effect]:
+        run = self._run
+        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
+        if slot is None or slot.child_id != message.child_id or slot.state != "running":
+            _log.info("late child result discarded", child_id=message.child_id)
+            return []
+        assert run is not None
+        result = message.result
+        if result is not None and result.status == "suspended":
+            # Not finished: no `subagent_finished`, and its usage so far is only remembered.
+            # A resumed child reports its whole run again, so counting it now would count it
+            # twice.
+            slot.state, slot.child_usage = "parked", message.tree_usage
+            slot.child_requests = tuple(
+                r.model_copy(update={"path": (self.ctx.agent_id, *r.path)}) for r in result.requests
+            )
+            return self._settle()
+        run.children_usage = run.children_usage + message.tree_usage
+        slot.child_usage = None
+        status = result.status if result is not None else "failed"
+        note: dict[str, Any] = {
+            "child_id": message.child_id,
+            "status": status,
+            "usage": message.tree_usage.model_dump(),
+        }
+        if message.error is not None:
+            note["error"] = f"{type(message.error).__name__}: {message.error}"
+        slot.child_note = note
+        slot.outcome, slot.state = child_outcome(slot.call.name, message), "done"
+        return self._settle()

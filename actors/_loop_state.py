@@ -1,0 +1,130 @@
+"""The state an agent loop keeps between inputs, its limits, and the base its parts share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from actors._agent import Agent, Subagent
+from actors._agent_context import AgentContext
+from actors._cancel import CancellationToken
+from actors._loop_types import CallTool, Effect, ToolOutcome
+from actors._messages import ToolCall, UserMessage
+from actors._model import Model
+from actors._suspension import Answer, Request
+from actors._tools import Tool
+from actors._usage import Usage
+
+__all__ = [
+    "INTERRUPTED",
+    "INVALID_ARGUMENTS_KEY",
+    "NOT_EXECUTED",
+    "LoopStatus",
+    "TreeLimits",
+]
+
+LoopStatus = Literal["idle", "running", "suspended"]
+
+NOT_EXECUTED = "Tool call was not executed: {reason}"
+INTERRUPTED = "Tool call was interrupted before it finished (it may have had effects): {reason}"
+
+# The providers' marker for arguments that were not a JSON object (actors.models
+# INVALID_ARGUMENTS_KEY). Spelled out so the loop does not import the HTTP providers; a test
+# keeps the two equal.
+INVALID_ARGUMENTS_KEY = "__actors_invalid_arguments__"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLimits:
+    """Limits against runaway agent trees.
+
+    Attributes:
+        max_depth: How deep below the root a child may be (the root is depth 0).
+        max_children: How many children one agent may spawn over its life.
+        max_agents: How many agents one tree may hold at once, the root included.
+    """
+
+    max_depth: int = 5
+    max_children: int = 100
+    max_agents: int = 1000
+
+
+@dataclass(slots=True)
+class _Call:
+    """One tool (or subagent) call of the current step, and what became of it."""
+
+    call: ToolCall
+    state: Literal["running", "done", "parked", "applied"] = "running"
+    outcome: ToolOutcome | None = None
+    token: CancellationToken | None = None
+    request: Request | None = None  # the open request of a parked call
+    child_id: str | None = None
+    child_requests: tuple[Request, ...] = ()  # open requests of a parked child
+    approval: bool = False  # parked waiting for the host to approve it
+    unlogged: bool = False  # parked, its `suspended` event not yet written
+    child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
+    child_usage: Usage | None = None  # a suspended child's tree usage so far
+
+
+@dataclass(slots=True)
+class _Run:
+    """The run in progress (running or suspended)."""
+
+    run_id: str
+    reply: Any
+    token: CancellationToken
+    start_usage: Usage
+    start_seq: int
+    step: int = 0
+    calls: dict[str, _Call] = field(default_factory=dict)
+    retries: dict[str, int] = field(default_factory=dict)
+    output_retries: int = 0
+    final: tuple[Any] | None = None
+    steering: list[UserMessage] = field(default_factory=list)
+    children_usage: Usage = field(default_factory=Usage)
+    validated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    awaiting_model: bool = False
+    delegated: set[str] = field(default_factory=set)  # children started by tools, running
+
+
+class _LoopCore:
+    """What the parts of `AgentLoop` share: its state, and the steps each part calls.
+
+    `AgentLoop` is assembled from parts along the loop's seams (children, suspension); each
+    part reads this state and calls these steps, which `AgentLoop` implements.
+    """
+
+    spec: Agent[Any]
+    ctx: AgentContext
+    model: Model
+    tool_context: Any
+    depth: int
+    limits: TreeLimits
+    approval_handler: bool
+    current_tool: str | None
+    _tools: dict[str, Tool]
+    _subagents: dict[str, Subagent]
+    _run: _Run | None
+    _children_spawned: int
+    _kept: dict[str, str]
+
+    @property
+    def status(self) -> LoopStatus:
+        raise NotImplementedError
+
+    def next_run_id(self) -> str:
+        raise NotImplementedError
+
+    def _settle(self) -> list[Effect]:
+        raise NotImplementedError
+
+    def _call_tool(
+        self,
+        slot: _Call,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        snapshot: Mapping[str, Any],
+        answer: Answer | None,
+    ) -> CallTool:
+        raise NotImplementedError

@@ -1,0 +1,193 @@
+"""The agent loop's suspension: parked calls, open requests, answers and approvals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from actors._cancel import CancellationToken
+from actors._json import JsonError, json_copy
+from actors._loop_state import _Call, _LoopCore, _Run
+from actors._loop_types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
+from actors._messages import ToolCall
+from actors._suspension import Answer, Request
+from actors._tools import describe_validation_error
+from actors.exceptions import UnknownRequestError
+
+__all__ = ["SuspensionMixin"]
+
+_log = structlog.get_logger("actors.agent")
+
+
+class SuspensionMixin(_LoopCore):
+    """Parking calls on requests and resuming them with answers (part of `AgentLoop`)."""
+
+    def open_requests(self) -> tuple[Request, ...]:
+        """Every open request of this agent and its descendants, with paths from here."""
+        if self._run is None:
+            return ()
+        out: list[Request] = []
+        for call in self._run.calls.values():
+            if call.state != "parked":
+                continue
+            if call.request is not None:
+                out.append(call.request)
+            out.extend(call.child_requests)
+        return tuple(out)
+
+    def _park(self, slot: _Call, request: Request, *, approval: bool = False) -> None:
+        """Park a call on a request of its own; it is logged when the step settles."""
+        slot.state, slot.request, slot.outcome = "parked", request, None
+        slot.approval, slot.unlogged = approval, True
+
+    def _log_park(self, slot: _Call) -> None:
+        ctx = self.ctx
+        request = slot.request
+        assert request is not None
+        request_id = request.id or f"{ctx.agent_id}-req-{len(ctx.events)}"
+        if request_id in ctx.suspended:
+            request_id = f"{request_id}-{len(ctx.events)}"
+        request = request.model_copy(
+            update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
+        )
+        ctx._record(
+            "suspended",
+            {
+                "request": request.model_dump(mode="json"),
+                "tool_call": slot.call.model_dump(mode="json"),
+                "approval": slot.approval,
+            },
+        )
+        slot.request, slot.unlogged = request, False
+
+    def _on_approval(self, message: ApprovalDecided) -> list[Effect]:
+        run = self._run
+        slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
+        if slot is None or not slot.approval or slot.state != "running" or slot.request is None:
+            _log.info("late approval discarded", agent_id=self.ctx.agent_id)
+            return []
+        answer = message.answer
+        self.ctx._record(
+            "resumed", {"request_id": slot.request.id, "ok": answer.ok, "by": "approval_handler"}
+        )
+        slot.request = None
+        effects = self._answered(slot, answer, self.ctx.metadata_snapshot())
+        return [*effects, *self._settle()]
+
+    def _restore_suspension(self) -> None:
+        """Rebuild a suspended run from the log (after a restore)."""
+        ctx = self.ctx
+        run_id = ctx.run_id or self.next_run_id()
+        start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+        self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+        for data in ctx.suspended.values():
+            call = ToolCall.model_validate(data["tool_call"])
+            request = Request.model_validate(data["request"])
+            self._run.calls[call.id] = _Call(
+                call, "parked", request=request, approval=bool(data.get("approval"))
+            )
+
+    def restore_child_park(
+        self, call: ToolCall, child_id: str, requests: tuple[Request, ...], agent_id: str
+    ) -> None:
+        """After a restore: mark ``call`` as parked on a child that waits on ``requests``."""
+        if self._run is None:
+            ctx = self.ctx
+            start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+            run_id = ctx.run_id or self.next_run_id()
+            self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+        self._run.calls[call.id] = _Call(
+            call,
+            "parked",
+            child_id=child_id,
+            child_requests=tuple(
+                r.model_copy(update={"path": (agent_id, *r.path)}) for r in requests
+            ),
+        )
+
+    def _resume(self, message: ResumeRun) -> list[Effect]:
+        run = self._run
+        answers = dict(message.answers)
+        if run is None or self.status != "suspended":
+            error = UnknownRequestError(
+                f"agent {self.ctx.agent_id!r} has no open requests "
+                f"(it is {self.status}); nothing was changed"
+            )
+            return [Finish(message.reply, error=error)]
+        own = {c.request.id: c for c in run.calls.values() if c.state == "parked" and c.request}
+        by_child: dict[str, tuple[_Call, dict[str, Answer]]] = {}
+        for slot in run.calls.values():
+            if slot.state == "parked" and slot.child_id:
+                for request in slot.child_requests:
+                    if request.id in answers:
+                        by_child.setdefault(slot.child_id, (slot, {}))[1][request.id] = answers[
+                            request.id
+                        ]
+        known = set(own) | {rid for _, group in by_child.values() for rid in group}
+        unknown = sorted(set(answers) - known)
+        bad = [rid for rid, answer in answers.items() if not isinstance(answer, Answer)]
+        if unknown or bad or not answers:
+            open_ids = sorted(r.id for r in self.open_requests())
+            detail = (
+                f"unknown or already answered request ids {unknown}"
+                if unknown
+                else (f"answers must be Answer objects ({bad})" if bad else "no answers given")
+            )
+            return [
+                Finish(
+                    message.reply,
+                    error=UnknownRequestError(
+                        f"{detail}; open requests are {open_ids}; nothing was changed"
+                    ),
+                )
+            ]
+        run.reply = message.reply
+        effects: list[Effect] = []
+        snapshot = self.ctx.metadata_snapshot()
+        for request_id, slot in own.items():
+            if request_id not in answers:
+                continue
+            answer = answers[request_id]
+            self.ctx._record("resumed", {"request_id": request_id, "ok": answer.ok})
+            slot.request = None
+            effects.extend(self._answered(slot, answer, snapshot))
+        for child_id, (slot, group) in by_child.items():
+            slot.state = "running"
+            slot.child_requests = ()
+            effects.append(ResumeChild(run.run_id, slot.call.id, child_id, group))
+        effects.extend(self._settle())
+        return effects
+
+    def _answered(self, slot: _Call, answer: Answer, snapshot: Mapping[str, Any]) -> list[Effect]:
+        tool = self._tools.get(slot.call.name)
+        if tool is None:  # the spec changed between suspension and answer
+            slot.outcome = ToolOutcome(f"Unknown tool {slot.call.name!r}.", True)
+            slot.state = "done"
+            return []
+        arguments: Mapping[str, Any] = slot.call.arguments
+        if slot.approval:
+            slot.approval = False
+            if not answer.ok:
+                reason = answer.reason or "no reason given"
+                slot.outcome = ToolOutcome(f"Tool call was rejected: {reason}", True)
+                slot.state = "done"
+                return []
+            if answer.arguments is not None:
+                try:
+                    tool.validate(answer.arguments)
+                    json_copy(answer.arguments, "approved arguments")
+                except ValidationError as exc:
+                    slot.outcome = ToolOutcome(
+                        f"Approved arguments are invalid: {describe_validation_error(exc)}", True
+                    )
+                    slot.state = "done"
+                    return []
+                except JsonError as exc:
+                    slot.outcome = ToolOutcome(f"Approved arguments are invalid: {exc}", True)
+                    slot.state = "done"
+                    return []
+                arguments = answer.arguments
+        return [self._call_tool(slot, tool, arguments, snapshot, answer)]
