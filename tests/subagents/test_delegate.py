@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from actors import Agent, RunContext, Runtime, TreeLimits, tool
 from actors.exceptions import UserError
@@ -77,7 +78,8 @@ def test_delegated_child_failure_raises_in_the_tool(rt: Runtime) -> None:
         return str(ctx.delegate(broken, "anything"))
 
     parent = Agent("boss", model=ScriptedModel([call("orchestrate"), "done"]), tools=[orchestrate])
-    result = rt.spawn(parent).run("?")
+    with capture_logs():
+        result = rt.spawn(parent).run("?")
     error = tool_results(result.messages)[0]
     assert error.is_error
     assert error.content.startswith("RunFailedError")
@@ -95,7 +97,7 @@ def test_delegation_obeys_tree_limits() -> None:
         return str(ctx.delegate(worker, "x"))
 
     parent = Agent("boss", model=ScriptedModel([call("orchestrate"), "done"]), tools=[orchestrate])
-    with Runtime(limits=TreeLimits(max_depth=0)) as rt:
+    with Runtime(limits=TreeLimits(max_depth=0)) as rt, capture_logs():
         result = rt.spawn(parent).run("?")
     error = tool_results(result.messages)[0]
     assert error.is_error
