@@ -542,8 +542,12 @@ class AgentContext:
         max_iterations: int = 50,
         system_prompt: str | None = None,
         clock: Clock = system_clock,
+        parsed_payloads: Mapping[int, tuple[Message | None, ContextUpdate | None]] | None = None,
     ) -> AgentContext:
         """Rebuild a context by folding ``events`` from scratch.
+
+        ``parsed_payloads`` (by index) lets a reader that already validated an event's message
+        or update hand it over instead of having it parsed twice.
 
         Raises:
             UserError: an item is not an `Event`, or an event's payload cannot be folded.
@@ -559,8 +563,12 @@ class AgentContext:
         for index, event in enumerate(events):
             if not isinstance(event, Event):
                 raise UserError(f"from_events takes Events, got {type(event).__name__} at {index}")
+            parsed = parsed_payloads.get(index) if parsed_payloads else None
             try:
-                ctx._apply(event)
+                if parsed is None:
+                    ctx._apply(event)
+                else:
+                    ctx._apply(event, message=parsed[0], update=parsed[1])
             except (KeyError, TypeError, ValueError) as exc:
                 raise UserError(
                     f"event {index} ({event.type}) has a malformed payload: {exc!r}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from actors._events import Clock, Event, is_known_type
 from actors._json import json_copy
-from actors._messages import message_adapter
+from actors._messages import Message, message_adapter
 from actors._update import ContextUpdate
 from actors._usage import Usage
 from actors.exceptions import InvalidUpdateError, SerializationError, UserError
@@ -57,7 +58,16 @@ def deserialize_context(blob: Mapping[str, Any], *, clock: Clock) -> AgentContex
     version = blob.get("version")
     # Compare types too: True == 1 and 2.0 == 2, but neither is a version this library wrote.
     if type(version) is int and version == 2:
-        return _read_v2(blob, clock)
+        # Rebuilding a long log allocates tens of thousands of small objects, none of them
+        # garbage: the cyclic collector would only rescan them (about a third of the time,
+        # measured on 10,000 events). Paused for the rebuild only, restored even on error.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return _read_v2(blob, clock)
+        finally:
+            if collecting:
+                gc.enable()
     if type(version) is int and version == 1:
         return _read_v1(blob, clock)
     raise SerializationError(
@@ -97,6 +107,7 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
     if not isinstance(raw_events, list):
         raise SerializationError("a version 2 context needs an 'events' list")
     events: list[Event] = []
+    parsed: dict[int, tuple[Message | None, ContextUpdate | None]] = {}
     expected = 0
     for index, raw in enumerate(raw_events):
         try:
@@ -110,27 +121,37 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
         if not is_known_type(event.type):
             _log.warning("unknown event type dropped", event_type=event.type, seq=event.seq)
             continue
-        _check_payload(event, index)
+        payload = _check_payload(event, index)
+        if payload != (None, None):
+            parsed[len(events)] = payload
         # Rebuilt logs are renumbered densely: seq is the index in this log.
-        events.append(event.model_copy(update={"seq": len(events)}))
+        if event.seq != len(events):
+            event = event.model_copy(update={"seq": len(events)})
+        events.append(event)
     try:
-        return AgentContext.from_events(events, clock=clock, **common)
+        return AgentContext.from_events(events, clock=clock, parsed_payloads=parsed, **common)
     except UserError as exc:  # a payload that validated alone but cannot be folded in order
         raise SerializationError(f"the events cannot be replayed: {exc}") from None
 
 
-def _check_payload(event: Event, index: int) -> None:
+def _check_payload(
+    event: Event, index: int
+) -> tuple[Message | None, ContextUpdate | None]:
+    """Validate an event's payload; return the message or update it holds (parsed once)."""
     try:
         if event.is_surface:
-            data = {key: value for key, value in event.data.items() if key != "source"}
-            message_adapter.validate_python(data)
+            data = event.data
+            if "source" in data:
+                data = {key: value for key, value in data.items() if key != "source"}
+            return message_adapter.validate_python(data), None
         elif event.type == "replace":
-            message_adapter.validate_python(event.data["message"])
+            message = message_adapter.validate_python(event.data["message"])
             for bound in ("first", "last"):
                 if type(event.data[bound]) is not int:
                     raise TypeError(f"{bound!r} must be an int, got {event.data[bound]!r}")
+            return message, None
         elif event.type == "context_update":
-            ContextUpdate.from_json(event.data["ops"])
+            return None, ContextUpdate.from_json(event.data["ops"])
         elif event.type == "usage":
             Usage(**event.data)
         elif event.type == "step_start" and "iteration" in event.data:
@@ -143,6 +164,7 @@ def _check_payload(event: Event, index: int) -> None:
         raise SerializationError(
             f"event {index} ({event.type}) has a malformed payload: {detail}"
         ) from None
+    return None, None
 
 
 def _read_v1(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
