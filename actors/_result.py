@@ -29,7 +29,8 @@ class RunResult(Generic[OutputT]):
         messages: The agent's whole transcript after the run.
         usage: What this agent consumed in this run.
         tree_usage: ``usage`` plus everything its subagents consumed in this run.
-        metadata: The agent's metadata after the run.
+        metadata: The agent's metadata after the run, as a deep read-only view (mappings are
+            read-only, lists are tuples), the same shape tools see in ``ctx.metadata``.
         events: The events this run appended to the agent's log.
         agent_id: The agent that ran.
         run_id: The run's id.
