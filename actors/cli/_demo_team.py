@@ -17,13 +17,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from actors._agent import Agent, Subagent
-from actors._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from actors._model import Model, ToolDefinition
-from actors._run_context import RunContext
-from actors._test_models import FunctionModel, Reply, call
-from actors._tools import tool
-from actors._update import ContextUpdate
+from actors import (
+    Agent,
+    AssistantMessage,
+    ContextUpdate,
+    Message,
+    Model,
+    RunContext,
+    Subagent,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+    tool,
+)
+from actors.testing import FunctionModel, Reply, call
 
 __all__ = ["DEMO_QUESTION", "DemoContext", "build_team"]
 
