@@ -579,6 +579,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             # Idle: the message waits in the transcript; it starts nothing until the next run.
             self.ctx.add_message(message, source="steer")
         else:
+            # Logged now, delivered at the step boundary: a crash in between loses nothing
+            # (recovery hands undelivered messages to the transcript).
+            self.ctx._record("steered", {"content": message.content})
             self._run.steering.append(message)
         return []
 

@@ -9,7 +9,7 @@ Running it twice adds nothing.
 from __future__ import annotations
 
 from actors._agent_context import INTERRUPTED_NOT_STARTED, AgentContext
-from actors._messages import ToolCall
+from actors._messages import ToolCall, UserMessage
 
 __all__ = ["OUTCOME_UNKNOWN", "open_turn", "recover"]
 
@@ -47,6 +47,7 @@ def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
         return OUTCOME_UNKNOWN if call.id in started else INTERRUPTED_NOT_STARTED
 
     patched = ctx.patch_dangling_tool_calls(content)
+    _deliver_steering(ctx)
     ctx.log_event(
         "recovered",
         {
@@ -57,3 +58,16 @@ def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
     )
     ctx.log_event("turn_end", {"run_id": run_id, "reason": "interrupted"})
     return patched
+
+
+def _deliver_steering(ctx: AgentContext) -> None:
+    """Hand the transcript any message sent with ``ref.send`` that the crash kept from it."""
+    start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+    sent = [e.data.get("content", "") for e in ctx.events[start:] if e.type == "steered"]
+    delivered = sum(
+        1
+        for e in ctx.events[start:]
+        if e.type == "user_message" and e.data.get("source") == "steer"
+    )
+    for content in sent[delivered:]:
+        ctx.add_message(UserMessage(content=content), source="steer")

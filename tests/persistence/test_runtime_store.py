@@ -190,3 +190,32 @@ def test_restore_errors_are_typed_and_name_what_is_missing(store: Any) -> None:
         )
     with pytest.raises(AgentDefinitionError, match="named"), Runtime() as runtime:
         runtime.restore("s", store=store, agents=[Agent("other")])
+
+
+def test_a_message_sent_before_a_crash_is_delivered_after_the_restore(store: Any) -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Block until released."""
+        started.set()
+        release.wait(10)
+        return "late"
+
+    agent = Agent("a", model=ScriptedModel([call("slow"), "ok"]), tools=[slow])
+    runtime = Runtime()
+    try:
+        ref = runtime.spawn(agent, store=store, session_id="steer")
+        ref.run_async("go")
+        assert started.wait(10)
+        ref.send("also check the weather")
+        ref.context()  # a query after the send: the steer has been handled (and logged)
+    finally:
+        runtime.shutdown()
+        release.set()
+    with Runtime() as runtime:
+        messages = runtime.restore("steer", store=store, agents=[agent]).context().messages
+    assert messages[-1].role == "user"
+    assert messages[-1].content == "also check the weather"
