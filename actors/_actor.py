@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import queue
 from collections.abc import Mapping
@@ -10,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pykka
-import structlog
 
 from actors._agent import Agent
 from actors._events import Event
+from actors._logging import get_logger
 from actors._loop import AgentLoop
 from actors._loop_types import (
     ApprovalDecided,
@@ -42,6 +43,7 @@ from actors.exceptions import AgentStoppedError, RunFailedError, RunTimeoutError
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # pykka's protocol of an inbox (typing only)
     from pykka._envelope import Envelope
+
     from actors._runtime import AgentNode, Runtime
 
 __all__ = [
@@ -54,7 +56,7 @@ __all__ = [
     "Query",
 ]
 
-_log = structlog.get_logger("actors.actor")
+_log = get_logger("actors.actor")
 
 _INPUTS = (
     StartRun,
@@ -238,7 +240,9 @@ class AgentActor(pykka.ThreadingActor):
     # -- effects ------------------------------------------------------------------------------
 
     def _deliver(self, message: Input) -> None:
-        self.actor_ref.tell(message)
+        # Called from effect threads. An agent stopped meanwhile has nobody left to tell.
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(message)
 
     def _execute(self, effects: list[Effect]) -> None:
         runtime = self.actors_runtime

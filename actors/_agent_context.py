@@ -4,8 +4,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-import structlog
-
 from actors._cancel import CancellationToken
 from actors._events import (
     BOOKKEEPING_TYPES,
@@ -18,6 +16,7 @@ from actors._events import (
 )
 from actors._frozen import freeze
 from actors._json import JsonError, json_copy
+from actors._logging import get_logger
 from actors._messages import (
     AssistantMessage,
     Message,
@@ -35,7 +34,7 @@ from actors.exceptions import InvalidUpdateError, UserError
 
 __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
 
-_log = structlog.get_logger("actors.context")
+_log = get_logger("actors.context")
 
 INTERRUPTED_NOT_STARTED = "Tool call was interrupted and not executed. Please retry if needed."
 

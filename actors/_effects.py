@@ -13,8 +13,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import structlog
-
+from actors._logging import get_logger
 from actors._loop_types import (
     ApprovalDecided,
     AskApproval,
@@ -32,7 +31,7 @@ from actors.exceptions import Cancelled
 
 __all__ = ["ApprovalHandler", "EffectRunner", "decide_approval"]
 
-_log = structlog.get_logger("actors.effects")
+_log = get_logger("actors.effects")
 
 Deliver = Callable[[Input], None]
 
@@ -99,7 +98,12 @@ class EffectRunner:
     def _create_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coro)
         self._tasks.add(task)  # a strong reference until it ends
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            _log.error("an effect failed outside its own error handling", exc_info=error)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` on the loop after ``delay`` seconds; returns a cancel function."""

@@ -16,13 +16,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import structlog
 from pydantic import ValidationError
 
 from actors._agent import Agent
 from actors._agent_context import AgentContext
 from actors._cancel import CancellationToken
 from actors._json import json_copy
+from actors._logging import get_logger
 from actors._loop_children import ChildrenMixin
 from actors._loop_state import (
     INTERRUPTED,
@@ -80,7 +80,7 @@ from actors.exceptions import (
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
-_log = structlog.get_logger("actors.agent")
+_log = get_logger("actors.agent")
 
 
 class AgentLoop(SuspensionMixin, ChildrenMixin):

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
 from actors._agent import Agent, Subagent
+from actors._logging import get_logger
 from actors._loop_state import _Call, _LoopCore
 from actors._loop_types import ChildFinished, Effect, RunChild, ToolOutcome
 from actors._outcome import render
@@ -16,7 +15,7 @@ from actors._usage import Usage
 
 __all__ = ["ChildrenMixin"]
 
-_log = structlog.get_logger("actors.agent")
+_log = get_logger("actors.agent")
 
 
 class ChildrenMixin(_LoopCore):

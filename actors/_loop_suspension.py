@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
 from pydantic import ValidationError
 
 from actors._cancel import CancellationToken
 from actors._json import JsonError, json_copy
+from actors._logging import get_logger
 from actors._loop_state import _Call, _LoopCore, _Run
 from actors._loop_types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
 from actors._messages import ToolCall
@@ -19,7 +19,7 @@ from actors.exceptions import UnknownRequestError
 
 __all__ = ["SuspensionMixin"]
 
-_log = structlog.get_logger("actors.agent")
+_log = get_logger("actors.agent")
 
 
 class SuspensionMixin(_LoopCore):

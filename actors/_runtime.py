@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
-import structlog
 
 from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply
 from actors._agent import Agent
@@ -20,6 +19,7 @@ from actors._effects import ApprovalHandler
 from actors._events import Clock, Event, system_clock
 from actors._frozen import thaw
 from actors._json import JsonError, json_copy
+from actors._logging import get_logger
 from actors._loop import AgentLoop, TreeLimits
 from actors._loop_types import (
     CallTool,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentNode", "Runtime"]
 
-_log = structlog.get_logger("actors.runtime")
+_log = get_logger("actors.runtime")
 
 OutputT = TypeVar("OutputT")
 

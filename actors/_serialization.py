@@ -6,11 +6,11 @@ import gc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pydantic import ValidationError
 
 from actors._events import Clock, Event, is_known_type
 from actors._json import json_copy
+from actors._logging import get_logger
 from actors._messages import Message, message_adapter
 from actors._update import ContextUpdate
 from actors._usage import Usage
@@ -23,7 +23,7 @@ __all__ = ["FORMAT_VERSION", "deserialize_context", "serialize_context"]
 
 FORMAT_VERSION = 2
 
-_log = structlog.get_logger("actors.serialization")
+_log = get_logger("actors.serialization")
 
 
 def serialize_context(ctx: AgentContext) -> dict[str, Any]:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import uuid
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 

@@ -4,16 +4,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-import structlog
-
 from actors._events import SURFACE_TYPES, is_custom_type
 from actors._frozen import thaw
 from actors._json import JsonError, json_copy
+from actors._logging import get_logger
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
 
-_log = structlog.get_logger("actors.update")
+_log = get_logger("actors.update")
 
 
 @dataclass(frozen=True, slots=True)

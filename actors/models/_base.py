@@ -11,8 +11,8 @@ from contextlib import suppress
 from typing import Any, ClassVar, Self
 
 import httpx
-import structlog
 
+from actors._logging import get_logger
 from actors._model import (
     ModelRequest,
     ModelResponse,
@@ -35,7 +35,7 @@ from actors.models._sse import ServerSentEvent, iter_sse
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAssembler"]
 
-_log = structlog.get_logger("actors.models")
+_log = get_logger("actors.models")
 
 DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 """Connect within 10 s; then each read, write or pool wait may take 300 s (long replies)."""

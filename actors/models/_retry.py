@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import structlog
-
+from actors._logging import get_logger
 from actors.exceptions import ModelError, UserError
 
 __all__ = ["RetryPolicy", "RetryableError", "parse_retry_after", "send_with_retries"]
 
-_log = structlog.get_logger("actors.models")
+_log = get_logger("actors.models")
 
 T = TypeVar("T")
 

@@ -30,6 +30,7 @@ CONTEXT_MODULES = {
     "_events",
     "_frozen",
     "_json",
+    "_logging",
     "_messages",
     "_run_context",
     "_serialization",

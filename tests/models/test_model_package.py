@@ -21,6 +21,7 @@ MODULES = sorted(
 # never the agent loop, the runtime or the store.
 ALLOWED = {
     "actors._cancel",
+    "actors._logging",
     "actors._messages",
     "actors._model",
     "actors._usage",
