@@ -58,6 +58,8 @@ __all__ = [
 
 _log = get_logger("actors.actor")
 
+_FINAL = frozenset({"finished", "failed", "cancelled"})
+
 _INPUTS = (
     StartRun,
     ModelReplied,
@@ -121,7 +123,7 @@ class DelegateDone:
 class ExpireRun:
     """A parent's deadline for one run of this child passed."""
 
-    reply: ParentReply
+    reply: ParentReply | DelegateReply
     timeout: float
 
 
@@ -233,7 +235,10 @@ class AgentActor(pykka.ThreadingActor):
     def _sync_node(self) -> None:
         loop = self.actors_loop
         node = self.actors_node
-        node.status = loop.status
+        if loop.status != "idle" or node.status not in _FINAL:
+            # A finished child stays "finished" while late messages (an abandoned model
+            # call's reply) drain before it stops; a new task makes it active again.
+            node.status = loop.status
         node.step = loop.ctx.iteration
         node.tool = loop.current_tool
 
@@ -303,7 +308,8 @@ class AgentActor(pykka.ThreadingActor):
         elif isinstance(reply, ParentReply):
             result = effect.result
             tree = result.tree_usage if result is not None else self._usage_of(effect)
-            reply.parent.tell(
+            self._tell_parent(
+                reply,
                 ChildFinished(
                     reply.run_id,
                     reply.call_id,
@@ -317,7 +323,7 @@ class AgentActor(pykka.ThreadingActor):
         elif isinstance(reply, DelegateReply):
             result = effect.result
             tree = result.tree_usage if result is not None else self._usage_of(effect)
-            reply.parent.tell(DelegateDone(reply, result, effect.error, tree))
+            self._tell_parent(reply, DelegateDone(reply, result, effect.error, tree))
             self.actors_runtime.child_done(self.actors_node, effect)
 
     def _expire(self, message: ExpireRun) -> None:
@@ -328,8 +334,18 @@ class AgentActor(pykka.ThreadingActor):
         error = RunTimeoutError(
             f"subagent {reply.child_id!r} timed out after {message.timeout:g} s"
         )
-        reply.parent.tell(ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error))
+        if isinstance(reply, ParentReply):
+            self._tell_parent(
+                reply, ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
+            )
+        else:
+            self._tell_parent(reply, DelegateDone(reply, None, error, Usage()))
         self._handle(CancelRun(f"timed out after {message.timeout:g} s"))
+
+    def _tell_parent(self, reply: ParentReply | DelegateReply, message: Any) -> None:
+        # A parent stopped first (a tree being stopped top-down) has nobody left to tell.
+        with contextlib.suppress(pykka.ActorDeadError):
+            reply.parent.tell(message)
 
     def _delegate_done(self, message: DelegateDone) -> None:
         result, error, future = message.result, message.error, message.reply.future
@@ -383,11 +399,11 @@ class AgentActor(pykka.ThreadingActor):
             if isinstance(reply, HostReply) and not reply.future.done():
                 reply.future.set_exception(error)
             elif isinstance(reply, ParentReply):
-                reply.parent.tell(
-                    ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
+                self._tell_parent(
+                    reply, ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
                 )
             elif isinstance(reply, DelegateReply):
-                reply.parent.tell(DelegateDone(reply, None, error, Usage()))
+                self._tell_parent(reply, DelegateDone(reply, None, error, Usage()))
         self.actors_waiting.clear()
         self._persist()
         self.actors_runtime.forget(node)

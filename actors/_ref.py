@@ -15,10 +15,11 @@ from actors._actor import HostReply, Query
 from actors._agent_context import AgentContext
 from actors._events import Event
 from actors._loop_types import CancelRun, ResumeRun, StartRun, Steer
-from actors._messages import UserMessage
+from actors._messages import Message, UserMessage
 from actors._model import StreamDelta
 from actors._result import RunResult
 from actors._suspension import Answer
+from actors._usage import Usage
 from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
 
 if TYPE_CHECKING:
@@ -176,11 +177,16 @@ class AgentRef(Generic[OutputT]):
             return future.result(timeout)
         except TimeoutError:
             self.cancel(f"timed out after {timeout} s")
+            messages: tuple[Message, ...]
+            usage: Usage | None
             try:
                 partial = future.result(CANCEL_GRACE)
-                messages, usage = partial.messages, partial.usage
             except (TimeoutError, RunError):
                 messages, usage = (), None
+            else:
+                if partial.status != "cancelled":
+                    return partial  # it ended on its own just before the cancel arrived
+                messages, usage = partial.messages, partial.usage
             raise RunTimeoutError(
                 f"agent {self.agent_id!r}: the run did not finish within {timeout} s and was "
                 "cancelled",
@@ -208,8 +214,9 @@ class AgentRef(Generic[OutputT]):
     def send(self, message: str | UserMessage) -> None:
         """Steer: queue a user message for the next step boundary of the run in progress.
 
-        Sent to an idle agent, the message joins the transcript at once and starts nothing:
-        the next run's model sees it before that run's prompt.
+        It is logged at once (a ``steered`` event), so a crash cannot lose it. Sent to an idle
+        agent, or after the run's last step boundary, the message joins the transcript (after
+        the run) and starts nothing: the next run's model sees it before that run's prompt.
         """
         if isinstance(message, str):
             message = UserMessage(content=message)

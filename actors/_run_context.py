@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,9 +22,15 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class Delegator(Protocol):
-    """What the runtime plugs into a `RunContext` so a tool can hand a task to a child agent."""
+    """What the runtime plugs into a `RunContext` so a tool can hand a task to a child agent.
 
-    def __call__(self, agent: Any, task: str, /, **kwargs: Any) -> Any: ...
+    It starts the child and returns at once with a future of the child's output; the runtime
+    guarantees the future ends (with the output or an error) within ``timeout`` seconds.
+    """
+
+    def __call__(
+        self, agent: Any, task: str, /, *, timeout: float
+    ) -> concurrent.futures.Future[Any]: ...
 
 
 # No slots: on Python 3.11 a frozen slotted dataclass cannot be instantiated through its
@@ -74,18 +82,44 @@ class RunContext(Generic[ToolContextT]):
         """Raise `actors.exceptions.Cancelled` if the run or this call was cancelled."""
         self.cancellation.raise_if_cancelled()
 
-    def delegate(self, agent: Any, task: str, /, **kwargs: Any) -> Any:
-        """Run ``agent`` as a child of this tool's agent on ``task`` and return its output.
-
-        The child gets the same forwarding (``tool_context`` unchanged, a copy of ``metadata``),
-        limits and bookkeeping as a subagent the model calls. Blocks the tool (not the agent).
-
-        Raises:
-            UserError: The tool is not running inside an agent runtime.
-        """
+    def _start_delegation(self, agent: Any, task: str, timeout: float) -> Any:
         if self._delegator is None:
             raise UserError(
                 "delegate() needs a running agent: this RunContext was built outside a runtime; "
                 "run the tool through Runtime.spawn (or SyncDriver)"
             )
-        return self._delegator(agent, task, **kwargs)
+        return self._delegator(agent, task, timeout=timeout)
+
+    def delegate(self, agent: Any, task: str, /, *, timeout: float = 300.0) -> Any:
+        """Run ``agent`` as a child of this tool's agent on ``task`` and return its output.
+
+        The child gets the same forwarding (``tool_context`` unchanged, a copy of the metadata
+        the tool sees), limits and bookkeeping as a subagent the model calls. Blocks the tool's
+        thread, never the agent; in an ``async`` tool use `adelegate`.
+
+        Args:
+            agent: The child's spec.
+            task: The child's task.
+            timeout: Seconds the child may take; it is cancelled past them.
+
+        Raises:
+            UserError: Not inside an agent runtime, called from an async tool, or refused by
+                a tree limit.
+            RunError: The child failed or timed out.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UserError(
+                "delegate() blocks, and this tool runs on the event loop: "
+                "use `await ctx.adelegate(...)` in an async tool"
+            )
+        future = self._start_delegation(agent, task, timeout)
+        return future.result()
+
+    async def adelegate(self, agent: Any, task: str, /, *, timeout: float = 300.0) -> Any:
+        """`delegate` for async tools: awaits the child without blocking the event loop."""
+        future = self._start_delegation(agent, task, timeout)
+        return await asyncio.wrap_future(future)

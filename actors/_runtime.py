@@ -33,7 +33,7 @@ from actors._loop_types import (
 )
 from actors._model import Model, StreamDelta
 from actors._test_models import TestModel
-from actors.exceptions import AgentStoppedError, RunError, UserError
+from actors.exceptions import AgentStoppedError, UserError
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord
 
@@ -417,7 +417,9 @@ class Runtime:
         self._start(child, context)
         return child
 
-    def _arm_timeout(self, child: AgentNode, reply: ParentReply, timeout: float) -> None:
+    def _arm_timeout(
+        self, child: AgentNode, reply: ParentReply | DelegateReply, timeout: float
+    ) -> None:
         def expire() -> None:
             # The child decides: only the run this timer was armed for may expire (a kept child
             # may be on its next task by now).
@@ -460,15 +462,17 @@ class Runtime:
             node.ref.tell(CancelRun(reason))
 
     def _stop_subtree(self, node: AgentNode, *, block: bool) -> None:
-        for child_id in list(node.children):
-            child = self._nodes.get(child_id)
-            if child is not None and child.alive:
-                self._stop_subtree(child, block=block)
+        # Top-down: a parent stopped first cannot mistake its children's stopping for faults
+        # and take another step with their errors.
         if node.ref is not None and node.alive:
             status = node.status
             with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
                 node.ref.stop(block=block, timeout=ASK_TIMEOUT if block else None)
             node.status = status if status in ("finished", "failed", "cancelled") else "stopped"
+        for child_id in list(node.children):
+            child = self._nodes.get(child_id)
+            if child is not None and child.alive:
+                self._stop_subtree(child, block=block)
 
     def stop_agent(self, agent_id: str) -> None:
         """Stop an agent and all its descendants."""
@@ -521,19 +525,22 @@ class Runtime:
         """The function behind ``ctx.delegate`` for a tool call of ``node``."""
 
         def delegate(
-            agent: Agent[Any], task: str, /, *, timeout: float = 300.0, metadata: Any = None
-        ) -> Any:
+            agent: Agent[Any], task: str, /, *, timeout: float
+        ) -> concurrent.futures.Future[Any]:
             if not isinstance(agent, Agent):
                 raise UserError(f"delegate() takes an Agent spec, got {type(agent).__name__}")
+            if not isinstance(task, str) or not task.strip():
+                raise UserError("delegate() needs a non-empty task string")
+            if timeout <= 0:
+                raise UserError(f"delegate() needs a positive timeout, got {timeout}")
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            assert node.ref is not None
-            node.ref.tell(Delegate(agent, task, future, effect.ctx.metadata, timeout))
-            try:
-                return future.result(timeout=timeout + 5)
-            except concurrent.futures.TimeoutError:
-                raise RunError(
-                    f"delegated agent {agent.name!r} did not answer in {timeout:g} s"
-                ) from None
+            ref = node.ref
+            if ref is None or not ref.is_alive():
+                future.set_exception(AgentStoppedError(f"agent {node.agent_id!r} stopped"))
+                return future
+            # The child's deadline is armed when it starts, so the future always ends.
+            ref.tell(Delegate(agent, task, future, effect.ctx.metadata, timeout))
+            return future
 
         return delegate
 
@@ -541,9 +548,13 @@ class Runtime:
         self, parent: AgentNode, parent_ref: pykka.ActorRef[Any], loop: AgentLoop, message: Delegate
     ) -> None:
         """Spawn a child for a tool's ``ctx.delegate`` call."""
-        child_id, refusal = loop.begin_delegation(message.agent, message.task)
-        if refusal is None and self._tree_size(parent.root_id) >= self.limits.max_agents:
+        child_id: str | None = None
+        refusal: str | None = None
+        # The tree-wide limit first: a refused delegation must book nothing.
+        if self._tree_size(parent.root_id) >= self.limits.max_agents:
             refusal = f"max agents in one tree ({self.limits.max_agents}) reached"
+        else:
+            child_id, refusal = loop.begin_delegation(message.agent, message.task)
         if child_id is None or refusal is not None:
             message.future.set_exception(UserError(f"delegation refused: {refusal}"))
             return
@@ -551,3 +562,4 @@ class Runtime:
         reply = DelegateReply(parent_ref, child_id, message.future)
         assert child.ref is not None
         child.ref.tell(StartRun(message.task, "", reply))
+        self._arm_timeout(child, reply, message.timeout)

@@ -8,6 +8,8 @@ produces the same log.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import dataclasses
 import inspect
 from collections import deque
 from collections.abc import Mapping
@@ -43,7 +45,8 @@ from actors._outcome import outcome_of_error, outcome_of_return
 from actors._result import RunResult
 from actors._suspension import Answer
 from actors._test_models import TestModel
-from actors.exceptions import ActorsError
+from actors._usage import Usage
+from actors.exceptions import ActorsError, RunFailedError, UserError
 
 __all__ = ["SyncDriver"]
 
@@ -172,9 +175,49 @@ class SyncDriver:
             return ModelReplied(effect.run_id, effect.step, error=exc)
         return ModelReplied(effect.run_id, effect.step, response=response)
 
-    def _call_tool(self, effect: CallTool) -> ToolFinished:
+    def _delegate(
+        self, agent: Agent[Any], task: str, /, *, timeout: float
+    ) -> concurrent.futures.Future[Any]:
+        """``ctx.delegate`` here: the child runs inline, to its end, before the tool goes on."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        child_id, refusal = self.loop.begin_delegation(agent, task)
+        if child_id is None:
+            future.set_exception(UserError(f"delegation refused: {refusal}"))
+            return future
+        child = SyncDriver(
+            agent,
+            tool_context=self._tool_context,
+            metadata=self.context.metadata,
+            agent_id=child_id,
+            clock=self._clock,
+            limits=self._limits,
+            approval_handler=self._approval_handler,
+            _parent_id=self.context.agent_id,
+            _depth=self.loop.depth + 1,
+        )
+        self._children[child_id] = child
         try:
-            value = effect.tool.invoke(effect.ctx, effect.arguments)
+            result = child.run(task)
+        except ActorsError as exc:
+            usage = getattr(exc, "usage", None)
+            self.loop.end_delegation(
+                child_id, "failed", usage or Usage(), f"{type(exc).__name__}: {exc}"
+            )
+            future.set_exception(exc)
+            return future
+        self.loop.end_delegation(child_id, result.status, result.tree_usage, None)
+        if result.status == "completed":
+            future.set_result(result.output)
+        else:
+            future.set_exception(
+                RunFailedError(f"delegated agent {child_id!r} ended {result.status}")
+            )
+        return future
+
+    def _call_tool(self, effect: CallTool) -> ToolFinished:
+        ctx = dataclasses.replace(effect.ctx, _delegator=self._delegate)
+        try:
+            value = effect.tool.invoke(ctx, effect.arguments)
             if inspect.isawaitable(value):
 
                 async def wait() -> Any:
