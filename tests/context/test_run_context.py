@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -87,11 +89,14 @@ def test_delegate_needs_a_runtime() -> None:
 def test_delegate_goes_through_the_runtime_plug() -> None:
     calls: list[tuple[Any, str, dict[str, Any]]] = []
 
-    def delegator(agent: Any, task: str, /, **kwargs: Any) -> Any:
+    def delegator(agent: Any, task: str, /, **kwargs: Any) -> concurrent.futures.Future[Any]:
         calls.append((agent, task, kwargs))
-        return "child said hi"
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future.set_result("child said hi")
+        return future
 
     run = AgentContext().run_context(ToolCall(id="c1", name="t"), delegator=delegator)
     assert run.delegate("helper", "say hi", timeout=3) == "child said hi"
-    assert calls == [("helper", "say hi", {"timeout": 3})]
+    assert asyncio.run(run.adelegate("helper", "again", timeout=4)) == "child said hi"
+    assert calls == [("helper", "say hi", {"timeout": 3}), ("helper", "again", {"timeout": 4})]
     assert "delegator" not in repr(run)
