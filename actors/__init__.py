@@ -14,6 +14,7 @@ from actors._messages import (
     UserMessage,
 )
 from actors._model import (
+    InlineModel,
     Model,
     ModelRequest,
     ModelResponse,
@@ -41,6 +42,7 @@ __all__ = [
     "ContextUpdate",
     "Delegator",
     "Event",
+    "InlineModel",
     "LoggedEvent",
     "Message",
     "Model",
@@ -57,8 +59,8 @@ __all__ = [
     "StreamDelta",
     "Subagent",
     "SystemMessage",
-    "Tool",
     "tool",
+    "Tool",
     "ToolCall",
     "ToolDefinition",
     "ToolResult",

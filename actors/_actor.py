@@ -253,7 +253,9 @@ class AgentActor(pykka.ThreadingActor):
         runtime = self.actors_runtime
         for effect in effects:
             try:
-                if isinstance(effect, CallModel):
+                if isinstance(effect, CallModel) and self._answer_inline(effect):
+                    pass
+                elif isinstance(effect, CallModel):
                     if self.actors_node.wants_deltas():
                         request = dataclasses.replace(effect.request, on_delta=self.actor_ref.tell)
                         effect = dataclasses.replace(effect, request=request)
@@ -276,6 +278,21 @@ class AgentActor(pykka.ThreadingActor):
             except Exception as exc:
                 self.actors_log.exception("effect failed", effect=type(effect).__name__)
                 self._effect_failed(effect, exc)
+
+    def _answer_inline(self, effect: CallModel) -> bool:
+        """Let a model that can answer at once do so here, with no trip through the loop."""
+        respond = getattr(self.actors_loop.model, "respond_inline", None)
+        if respond is None:
+            return False
+        try:
+            response = respond(effect.request)
+        except Exception as exc:  # a scripted failure: a value for the agent, as over the loop
+            self._deliver(ModelReplied(effect.run_id, effect.step, error=exc))
+            return True
+        if response is None:
+            return False
+        self._deliver(ModelReplied(effect.run_id, effect.step, response=response))
+        return True
 
     def _effect_failed(self, effect: Effect, exc: Exception) -> None:
         if isinstance(effect, CallModel):

@@ -334,7 +334,7 @@ class AgentContext:
         """Add a model request's usage to the agent's (recorded as a ``usage`` event)."""
         if not isinstance(usage, Usage):
             raise UserError(f"add_usage takes a Usage, got {type(usage).__name__}")
-        if usage == Usage():
+        if not (usage.requests or usage.input_tokens or usage.output_tokens or usage.tool_calls):
             return None
         return self._append("usage", usage.model_dump())
 

@@ -15,10 +15,13 @@ class CancellationToken:
     waits can `wait()` on it, and async code can register a callback with `on_cancel()`.
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock", "_reason")
+    __slots__ = ("_callbacks", "_cancelled", "_event", "_lock", "_reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        # One token per run and per tool call: the Event (a Condition, several locks) is made
+        # only for code that actually waits.
+        self._cancelled = False
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
         self._reason: str | None = None
         self._callbacks: list[Callable[[str], None]] = []
@@ -26,7 +29,7 @@ class CancellationToken:
     @property
     def cancelled(self) -> bool:
         """Whether the run was cancelled."""
-        return self._event.is_set()
+        return self._cancelled
 
     @property
     def reason(self) -> str | None:
@@ -41,10 +44,12 @@ class CancellationToken:
                 after every callback ran and the token is cancelled.
         """
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
             self._reason = reason
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         # Every callback runs even when one fails (each may cancel a different piece of work);
         # the failures are raised afterwards.
@@ -62,7 +67,7 @@ class CancellationToken:
     def on_cancel(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Run ``callback(reason)`` when cancelled (at once if already); returns an unregister."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._callbacks.append(callback)
 
                 def unregister() -> None:
@@ -76,12 +81,18 @@ class CancellationToken:
 
     def raise_if_cancelled(self) -> None:
         """Raise `actors.exceptions.Cancelled` if the run was cancelled."""
-        if self._event.is_set():
+        if self._cancelled:
             raise Cancelled(self._reason or "cancelled")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass; returns whether it was cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._cancelled:
+                    self._event.set()
+            event = self._event
+        return event.wait(timeout)
 
     def __repr__(self) -> str:
         state = f"cancelled: {self._reason!r}" if self.cancelled else "active"

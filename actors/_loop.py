@@ -65,7 +65,7 @@ from actors._result import RunResult
 from actors._subagent_calls import subagent_definition, validate_task
 from actors._suspension import Answer, Request
 from actors._tools import Tool, describe_validation_error
-from actors._usage import Usage
+from actors._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
     InvalidUpdateError,
@@ -235,11 +235,11 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
     def _run_usage(self) -> Usage:
         assert self._run is not None
         now, start = self.ctx.usage, self._run.start_usage
-        return Usage(
-            requests=now.requests - start.requests,
-            input_tokens=now.input_tokens - start.input_tokens,
-            output_tokens=now.output_tokens - start.output_tokens,
-            tool_calls=now.tool_calls - start.tool_calls,
+        return usage_of(
+            now.requests - start.requests,
+            now.input_tokens - start.input_tokens,
+            now.output_tokens - start.output_tokens,
+            now.tool_calls - start.tool_calls,
         )
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
@@ -280,7 +280,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
         run.step += 1
         run.calls = {}
-        ctx.increment_iteration(step=run.step)
+        ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         ctx._record(
             "request_header",
             {"model": self.model.name, "settings": dict(self.spec.model_settings)},

@@ -12,6 +12,7 @@ from actors._usage import Usage
 from actors.exceptions import ModelRequestsDisabled
 
 __all__ = [
+    "InlineModel",
     "Model",
     "ModelRequest",
     "ModelResponse",
@@ -123,6 +124,20 @@ class Model(Protocol):
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the complete reply."""
+        ...
+
+
+@runtime_checkable
+class InlineModel(Protocol):
+    """A model that can answer at once, without I/O or waiting (test and simulation models).
+
+    The runtime calls `respond_inline` on the agent's own thread, saving the trip through the
+    event loop; None means "not this time" and the runtime awaits `Model.request` instead. It
+    must never block: an agent's thread serves its mailbox.
+    """
+
+    def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
+        """The reply, computed now, or None to be asked through `Model.request`."""
         ...
 
 

@@ -149,6 +149,12 @@ class ScriptedModel:
         request.cancellation.raise_if_cancelled()
         return _to_response(reply, request, self._name)
 
+    def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
+        """With no latency, answer on the agent's own thread (see `actors.InlineModel`)."""
+        if self.latency > 0:
+            return None
+        return _to_response(self._next(request), request, self._name)
+
     @property
     def remaining(self) -> int:
         """Replies not yet given (with ``per_agent``, the fewest any agent has left)."""
@@ -230,6 +236,13 @@ class TestModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Call the tools on the first request; answer once their results are in."""
+        return self._respond(request)
+
+    def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
+        """Answer on the agent's own thread (see `actors.InlineModel`)."""
+        return self._respond(request)
+
+    def _respond(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
         final = next((t for t in request.tools if t.name == FINAL_RESULT_TOOL), None)

@@ -25,21 +25,12 @@ class Usage(BaseModel):
         if not isinstance(other, Usage):
             return NotImplemented
         # Both sides are valid usages, so the sum is too: skip validation on this hot path.
-        total = Usage.__new__(Usage)
-        object.__setattr__(
-            total,
-            "__dict__",
-            {
-                "requests": self.requests + other.requests,
-                "input_tokens": self.input_tokens + other.input_tokens,
-                "output_tokens": self.output_tokens + other.output_tokens,
-                "tool_calls": self.tool_calls + other.tool_calls,
-            },
+        return usage_of(
+            self.requests + other.requests,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.tool_calls + other.tool_calls,
         )
-        object.__setattr__(total, "__pydantic_fields_set__", _FIELDS)
-        object.__setattr__(total, "__pydantic_extra__", None)
-        object.__setattr__(total, "__pydantic_private__", None)
-        return total
 
     @property
     def total_tokens(self) -> int:
@@ -54,3 +45,22 @@ class Usage(BaseModel):
 
 
 _FIELDS = frozenset(Usage.model_fields)
+
+
+def usage_of(requests: int, input_tokens: int, output_tokens: int, tool_calls: int) -> Usage:
+    """A `Usage` from counts the caller knows are valid (sums, differences): no validation."""
+    usage = Usage.__new__(Usage)
+    object.__setattr__(
+        usage,
+        "__dict__",
+        {
+            "requests": requests,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "tool_calls": tool_calls,
+        },
+    )
+    object.__setattr__(usage, "__pydantic_fields_set__", _FIELDS)
+    object.__setattr__(usage, "__pydantic_extra__", None)
+    object.__setattr__(usage, "__pydantic_private__", None)
+    return usage
