@@ -166,6 +166,14 @@ class SyncDriver:
             self._outcome = (effect.result, effect.error)
 
     def _call_model(self, effect: CallModel) -> ModelReplied:
+        respond = getattr(self.loop.model, "respond_inline", None)
+        if respond is not None:  # an InlineModel: no event loop needed
+            try:
+                inline = respond(effect.request)
+            except Exception as exc:
+                return ModelReplied(effect.run_id, effect.step, error=exc)
+            if inline is not None:
+                return ModelReplied(effect.run_id, effect.step, response=inline)
         async def ask() -> Any:
             return await asyncio.wait_for(self.loop.model.request(effect.request), effect.timeout)
 
