@@ -76,6 +76,7 @@ def _agent_threads() -> concurrent.futures.ThreadPoolExecutor:
             )
         return _POOL
 
+
 _INPUTS = (
     StartRun,
     ModelReplied,
@@ -357,7 +358,7 @@ class AgentActor(pykka.ThreadingActor):
                     result=result,
                     error=effect.error,
                     tree_usage=tree,
-                )
+                ),
             )
             self.actors_runtime.child_done(self.actors_node, effect)
         elif isinstance(reply, DelegateReply):

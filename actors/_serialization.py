@@ -134,9 +134,7 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
         raise SerializationError(f"the events cannot be replayed: {exc}") from None
 
 
-def _check_payload(
-    event: Event, index: int
-) -> tuple[Message | None, ContextUpdate | None]:
+def _check_payload(event: Event, index: int) -> tuple[Message | None, ContextUpdate | None]:
     """Validate an event's payload; return the message or update it holds (parsed once)."""
     try:
         if event.is_surface:

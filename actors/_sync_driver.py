@@ -174,6 +174,7 @@ class SyncDriver:
                 return ModelReplied(effect.run_id, effect.step, error=exc)
             if inline is not None:
                 return ModelReplied(effect.run_id, effect.step, response=inline)
+
         async def ask() -> Any:
             return await asyncio.wait_for(self.loop.model.request(effect.request), effect.timeout)
 
