@@ -6,6 +6,7 @@ import concurrent.futures
 import contextlib
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +46,33 @@ __all__ = ["AgentNode", "Runtime"]
 _log = get_logger("actors.runtime")
 
 OutputT = TypeVar("OutputT")
+
+_OPEN_RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
+_EXIT_HOOK = threading.Lock()
+_exit_hook_registered = False
+
+
+def _shut_down_at_exit(runtime: Runtime) -> None:
+    """Shut down, at interpreter exit, every runtime still open then.
+
+    Agents' threads are not daemons (a process waits for its live agents, like pykka's), so a
+    runtime left open would hang the exit. The hook runs where `concurrent.futures` joins its
+    workers, before it: it is registered after the thread pools exist, and such hooks run in
+    reverse order of registration. Shutting down is not cancelling: suspended sessions stay
+    suspended in their stores.
+    """
+    global _exit_hook_registered
+    _OPEN_RUNTIMES.add(runtime)
+    with _EXIT_HOOK:
+        if _exit_hook_registered:
+            return
+        _exit_hook_registered = True
+    threading._register_atexit(_shut_down_open_runtimes)  # type: ignore[attr-defined]
+
+
+def _shut_down_open_runtimes() -> None:
+    for runtime in list(_OPEN_RUNTIMES):
+        runtime.shutdown()
 
 ASK_TIMEOUT = 10.0
 
@@ -130,6 +158,7 @@ class Runtime:
         self._live: dict[str, int] = {}  # live actors per tree (by root id)
         self._lock = threading.RLock()
         self._closed = False
+        _shut_down_at_exit(self)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
