@@ -40,6 +40,19 @@ ApprovalHandler = Callable[[Request], "Answer | bool"]
 an `Answer` (or a bool) out. It runs on a tool thread, so it may block (e.g. on a prompt)."""
 
 
+def _tool_failed(name: str, ctx: RunContext[Any], exc: BaseException) -> ToolOutcome:
+    """A tool raised: the traceback goes to the log, the type and message to the model."""
+    _log.warning(
+        "tool raised",
+        tool=name,
+        agent_id=ctx.agent_id,
+        run_id=ctx.run_id,
+        tool_call_id=ctx.tool_call_id,
+        exc_info=exc,
+    )
+    return outcome_of_error(exc)
+
+
 def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
     """Ask ``handler``; a bool becomes an `Answer`, and anything else (or an error) denies."""
     try:
@@ -210,15 +223,7 @@ class EffectRunner:
             except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
                 outcome = outcome_of_error(exc)
             except Exception as exc:  # a failing tool is a result for the model, not a crash
-                _log.warning(
-                    "tool raised",
-                    tool=effect.tool.name,
-                    agent_id=ctx.agent_id,
-                    run_id=ctx.run_id,
-                    tool_call_id=ctx.tool_call_id,
-                    exc_info=exc,
-                )
-                outcome = outcome_of_error(exc)
+                outcome = _tool_failed(effect.tool.name, ctx, exc)
             if finish(outcome) and cancel_timer is not None:
                 cancel_timer()
 
@@ -241,29 +246,13 @@ class EffectRunner:
                 ctx.cancellation.cancel(f"timed out after {effect.timeout:g} s")
                 outcome = outcome_of_error(exc, effect.timeout)
             else:  # the tool's own TimeoutError (a service it called) is an ordinary error
-                _log.warning(
-                    "tool raised",
-                    tool=tool.name,
-                    agent_id=ctx.agent_id,
-                    run_id=ctx.run_id,
-                    tool_call_id=ctx.tool_call_id,
-                    exc_info=exc,
-                )
-                outcome = outcome_of_error(exc)
+                outcome = _tool_failed(tool.name, ctx, exc)
         except asyncio.CancelledError:
             outcome = outcome_of_error(Cancelled(ctx.cancellation.reason or "cancelled"))
         except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
             outcome = outcome_of_error(exc)
         except Exception as exc:  # a failing tool is a result for the model, not a crash
-            _log.warning(
-                "tool raised",
-                tool=tool.name,
-                agent_id=ctx.agent_id,
-                run_id=ctx.run_id,
-                tool_call_id=ctx.tool_call_id,
-                exc_info=exc,
-            )
-            outcome = outcome_of_error(exc)
+            outcome = _tool_failed(tool.name, ctx, exc)
         deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
 
     def call_approval(

@@ -92,33 +92,21 @@ class ChildrenMixin(_LoopCore):
         if kept is None:
             self._children_spawned += 1
             child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
-            ctx._record(
-                "subagent_spawned",
-                {
-                    "child_id": child_id,
-                    "name": subagent.tool_name,
-                    "agent": subagent.agent.name,
-                    "task": task,
-                    "tool_call_id": slot.call.id,
-                    "keep": subagent.keep,
-                },
-            )
             if subagent.keep:
                 self._kept[subagent.tool_name] = child_id
         else:
             child_id = kept
-            ctx._record(
-                "subagent_spawned",
-                {
-                    "child_id": child_id,
-                    "name": subagent.tool_name,
-                    "agent": subagent.agent.name,
-                    "task": task,
-                    "tool_call_id": slot.call.id,
-                    "keep": True,
-                    "continued": True,
-                },
-            )
+        data: dict[str, Any] = {
+            "child_id": child_id,
+            "name": subagent.tool_name,
+            "agent": subagent.agent.name,
+            "task": task,
+            "tool_call_id": slot.call.id,
+            "keep": subagent.keep,
+        }
+        if not spawn:
+            data["continued"] = True  # a kept child's next task: no new child
+        ctx._record("subagent_spawned", data)
         ctx.add_tool_call(slot.call, child_id=child_id)
         slot.state, slot.child_id = "running", child_id
         self.current_tool = subagent.tool_name
