@@ -39,7 +39,7 @@ from actors._loop_types import (
 from actors._model import StreamDelta
 from actors._result import RunResult
 from actors._usage import Usage
-from actors.exceptions import AgentStoppedError, RunFailedError, RunTimeoutError
+from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # pykka's protocol of an inbox (typing only)
@@ -178,6 +178,8 @@ class AgentActor(pykka.ThreadingActor):
         self.actors_node = node
         self.actors_loop = loop
         self.actors_waiting: list[Any] = []
+        # Runs a parent's deadline cancelled: their end is reported as this timeout, once.
+        self.actors_timed_out: dict[Any, RunTimeoutError] = {}
         self.actors_log = _log.bind(agent_id=node.agent_id, parent_id=node.parent_id)
         loop.ctx.subscribe(self._on_event)
 
@@ -332,6 +334,16 @@ class AgentActor(pykka.ThreadingActor):
         reply = effect.reply
         if reply in self.actors_waiting:
             self.actors_waiting.remove(reply)
+        ended = effect  # how the run ended, for the child's own status
+        timed_out = self.actors_timed_out.pop(reply, None)
+        if timed_out is not None:
+            # The parent hears one answer: the timeout, with the usage the child had spent.
+            if effect.result is not None:
+                timed_out.messages = effect.result.messages
+                timed_out.usage = effect.result.tree_usage
+            elif isinstance(effect.error, RunError):
+                timed_out.messages, timed_out.usage = effect.error.messages, effect.error.usage
+            effect = dataclasses.replace(effect, result=None, error=timed_out)
         self._sync_node()
         if not self._persist() and effect.error is None:
             # A result is never reported before it is on disk.
@@ -360,28 +372,35 @@ class AgentActor(pykka.ThreadingActor):
                     tree_usage=tree,
                 ),
             )
-            self.actors_runtime.child_done(self.actors_node, effect)
+            self.actors_runtime.child_done(self.actors_node, ended)
         elif isinstance(reply, DelegateReply):
             result = effect.result
             tree = result.tree_usage if result is not None else self._usage_of(effect)
             self._tell_parent(reply, DelegateDone(reply, result, effect.error, tree))
-            self.actors_runtime.child_done(self.actors_node, effect)
+            self.actors_runtime.child_done(self.actors_node, ended)
 
     def _expire(self, message: ExpireRun) -> None:
         reply = message.reply
         if reply not in self.actors_waiting:
             return  # that run already ended; a kept child may be on another task
-        self.actors_waiting.remove(reply)
         error = RunTimeoutError(
-            f"subagent {reply.child_id!r} timed out after {message.timeout:g} s"
+            f"subagent {reply.child_id!r} timed out after {message.timeout:g} s",
+            agent_id=reply.child_id,
         )
+        # Cancel the run and report its end as the timeout: one answer, carrying the usage the
+        # child spent (answering first and cancelling after told the parent twice).
+        self.actors_timed_out[reply] = error
+        self._handle(CancelRun(f"timed out after {message.timeout:g} s"))
+        if self.actors_timed_out.pop(reply, None) is None:
+            return  # the cancelled run's end carried the timeout
+        if reply in self.actors_waiting:
+            self.actors_waiting.remove(reply)
         if isinstance(reply, ParentReply):
             self._tell_parent(
                 reply, ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)
             )
         else:
             self._tell_parent(reply, DelegateDone(reply, None, error, Usage()))
-        self._handle(CancelRun(f"timed out after {message.timeout:g} s"))
 
     def _tell_parent(self, reply: ParentReply | DelegateReply, message: Any) -> None:
         # A parent stopped first (a tree being stopped top-down) has nobody left to tell.

@@ -12,9 +12,10 @@ from actors._json import JsonError, json_copy
 from actors._logging import get_logger
 from actors._loop_state import _Call, _LoopCore, _Run
 from actors._loop_types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
-from actors._messages import ToolCall
+from actors._messages import ToolCall, UserMessage
 from actors._suspension import Answer, Request
 from actors._tools import describe_validation_error
+from actors._usage import Usage
 from actors.exceptions import UnknownRequestError
 
 __all__ = ["SuspensionMixin"]
@@ -77,12 +78,35 @@ class SuspensionMixin(_LoopCore):
         effects = self._answered(slot, answer, self.ctx.metadata_snapshot())
         return [*effects, *self._settle()]
 
-    def _restore_suspension(self) -> None:
-        """Rebuild a suspended run from the log (after a restore)."""
+    def _rebuilt_run(self) -> _Run:
+        """The run in progress, rebuilt from the log after a restore.
+
+        Its usage counts from the run's ``turn_start`` (as it would have without the restore),
+        and messages sent with ``send`` and not yet delivered wait for the next step again.
+        """
         ctx = self.ctx
         run_id = ctx.run_id or self.next_run_id()
         start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-        self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+        usage = Usage()
+        for event in ctx.events[:start]:
+            if event.type == "usage":
+                usage = usage + Usage(**event.data)
+            elif event.type == "tool_call":
+                usage = usage + Usage(tool_calls=1)
+        run = _Run(run_id, None, CancellationToken(), usage, start)
+        sent = [e.data.get("content", "") for e in ctx.events[start:] if e.type == "steered"]
+        delivered = sum(
+            1
+            for e in ctx.events[start:]
+            if e.type == "user_message" and e.data.get("source") == "steer"
+        )
+        run.steering.extend(UserMessage(content=content) for content in sent[delivered:])
+        return run
+
+    def _restore_suspension(self) -> None:
+        """Rebuild a suspended run from the log (after a restore)."""
+        ctx = self.ctx
+        self._run = self._rebuilt_run()
         for data in ctx.suspended.values():
             call = ToolCall.model_validate(data["tool_call"])
             request = Request.model_validate(data["request"])
@@ -95,10 +119,7 @@ class SuspensionMixin(_LoopCore):
     ) -> None:
         """After a restore: mark ``call`` as parked on a child that waits on ``requests``."""
         if self._run is None:
-            ctx = self.ctx
-            start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-            run_id = ctx.run_id or self.next_run_id()
-            self._run = _Run(run_id, None, CancellationToken(), ctx.usage, start)
+            self._run = self._rebuilt_run()
         self._run.calls[call.id] = _Call(
             call,
             "parked",

@@ -1,0 +1,117 @@
+"""Regression tests for bugs found in review of the runtime, actor and loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors import Agent, Answer, Pending, Request, RunContext, Runtime, Subagent, tool
+from actors.store import MemoryStore
+from actors.testing import ScriptedModel, call
+
+
+@tool
+def ask(ctx: RunContext[Any], question: str) -> str:
+    """Ask the host.
+
+    Args:
+        question: What to ask.
+    """
+    if ctx.answer is None:
+        return Pending(Request(kind="input", prompt=question))  # type: ignore[return-value]
+    return f"answer: {ctx.answer.data}"
+
+
+def test_steering_sent_to_a_suspended_run_survives_a_restore() -> None:
+    model = ScriptedModel([call("ask", question="q"), "done"])
+    agent = Agent("a", model=model, tools=[ask])
+    with MemoryStore() as store:
+        with Runtime() as rt:
+            ref = rt.spawn(agent, store=store, session_id="s")
+            result = ref.run("go", timeout=5)
+            assert result.status == "suspended"
+            ref.send("also consider this")
+            ref.context()  # the steer is handled (and persisted) before we go on
+        model2 = ScriptedModel(["done"])
+        agent2 = Agent("a", model=model2, tools=[ask])
+        with Runtime() as rt:
+            ref = rt.restore("s", store=store, agents=[agent2])
+            (request,) = result.requests
+            resumed = ref.resume({request.id: Answer(data="x")}, timeout=5)
+    assert resumed.completed
+    contents = [getattr(m, "content", "") for m in model2.requests[0].messages]
+    assert "also consider this" in contents
+
+
+def test_a_restored_suspended_run_reports_its_whole_usage() -> None:
+    agent = Agent("a", model=ScriptedModel([call("ask", question="q"), "done"]), tools=[ask])
+    with MemoryStore() as store:
+        with Runtime() as rt:
+            ref = rt.spawn(agent, store=store, session_id="s")
+            first = rt_result = ref.run("go", timeout=5)
+            (request,) = rt_result.requests
+            answers = {request.id: Answer(data="x")}
+            live = ref.resume(answers, timeout=5)
+        with Runtime() as rt:
+            ref = rt.spawn(
+                Agent("a", model=ScriptedModel([call("ask", question="q"), "done"]), tools=[ask]),
+                store=store,
+                session_id="s2",
+            )
+            suspended = ref.run("go", timeout=5)
+        again = Agent("a", model=ScriptedModel(["done"]), tools=[ask])
+        with Runtime() as rt:
+            ref = rt.restore("s2", store=store, agents=[again])
+            (request,) = suspended.requests
+            restored = ref.resume({request.id: Answer(data="x")}, timeout=5)
+    assert first.status == "suspended"
+    assert live.usage.requests == 2
+    assert restored.usage.requests == live.usage.requests
+    assert restored.usage.tool_calls == live.usage.tool_calls
+
+
+@tool
+def block(ctx: RunContext[Any]) -> str:
+    """Work until cancelled."""
+    ctx.cancellation.wait(5)
+    return "stopped" if ctx.cancelled else "never cancelled"
+
+
+def _slow_child() -> Agent:
+    return Agent(
+        "slow", model=ScriptedModel([call("block"), "late"], per_agent=True), tools=[block]
+    )
+
+
+def test_a_timed_out_delegated_child_is_booked_once() -> None:
+    child = _slow_child()
+
+    @tool
+    def hand_off(ctx: RunContext[Any]) -> str:
+        """Delegate."""
+        try:
+            return str(ctx.delegate(child, "work", timeout=0.3))
+        except Exception as exc:
+            return f"failed: {type(exc).__name__}"
+
+    lead = Agent("lead", model=ScriptedModel([call("hand_off"), "done"]), tools=[hand_off])
+    with Runtime() as rt:
+        ref = rt.spawn(lead)
+        result = ref.run("go", timeout=5)
+        events = ref.context().events
+    finished = [e for e in events if e.type == "subagent_finished"]
+    assert result.completed
+    assert "failed: RunTimeoutError" in [m.content for m in result.messages if m.role == "tool"]
+    assert len(finished) == 1, [e.data for e in finished]
+
+
+def test_a_timed_out_subagent_still_counts_toward_the_tree_usage() -> None:
+    child = _slow_child()
+    lead = Agent(
+        "lead",
+        model=ScriptedModel([call("slow", task="work"), "done"]),
+        subagents=[Subagent(child, timeout=0.3)],
+    )
+    with Runtime() as rt:
+        result = rt.spawn(lead).run("go", timeout=5)
+    assert result.completed
+    assert result.tree_usage.requests == result.usage.requests + 1  # the child's one request
