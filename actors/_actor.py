@@ -381,8 +381,10 @@ class AgentActor(pykka.ThreadingActor):
 
     def _expire(self, message: ExpireRun) -> None:
         reply = message.reply
-        if reply not in self.actors_waiting:
-            return  # that run already ended; a kept child may be on another task
+        if not any(waiting is reply for waiting in self.actors_waiting):
+            # That run already ended: a kept child may be on another task, a suspended one
+            # resumed under a deadline of its own (its reply equal, but not the same object).
+            return
         error = RunTimeoutError(
             f"subagent {reply.child_id!r} timed out after {message.timeout:g} s",
             agent_id=reply.child_id,

@@ -184,8 +184,10 @@ class AgentRef(Generic[OutputT]):
             except (TimeoutError, RunError):
                 messages, usage = (), None
             else:
-                if partial.status != "cancelled":
+                if partial.status == "completed":
                     return partial  # it ended on its own just before the cancel arrived
+                # Cancelled; or suspended just before the cancel arrived, which then cancelled
+                # the suspended run: its requests can no longer be answered.
                 messages, usage = partial.messages, partial.usage
             raise RunTimeoutError(
                 f"agent {self.agent_id!r}: the run did not finish within {timeout} s and was "

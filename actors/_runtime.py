@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pykka
 
 from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply
-from actors._agent import Agent
+from actors._agent import Agent, Subagent
 from actors._agent_context import AgentContext
 from actors._effects import ApprovalHandler
 from actors._events import Clock, Event, system_clock
@@ -102,6 +102,7 @@ class AgentNode:
     saved_status: str | None = None
     approval_handler: ApprovalHandler | None = None
     counted: bool = False  # counted among its tree's live agents
+    run_timeout: float | None = None  # its parent's deadline for each of its runs
 
     def publish_event(self, event: Event) -> None:
         if self.store is not None:
@@ -170,12 +171,14 @@ class Runtime:
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every agent this runtime started, then the effect threads."""
-        if self._closed:
-            return
-        self._closed = True
         # No CancelRun: shutting down is not cancelling. A suspended tree stays suspended in its
         # store, and a run in flight is found interrupted when the session is restored.
         with self._lock:
+            if self._closed:
+                return
+            # Under the lock: an agent starting now (a child a busy parent spawns) is either in
+            # this list or refused by `start_restored`, never started after it.
+            self._closed = True
             refs = [n.ref for n in self._nodes.values() if n.ref is not None and n.ref.is_alive()]
         # Ask them all to stop, then wait: stopping one by one costs a round trip each.
         stopping = []
@@ -208,11 +211,18 @@ class Runtime:
         """Start the actor of an agent around its loop (fresh, or rebuilt by a restore)."""
         node.status = loop.status
         with self._lock:
+            if self._closed:
+                raise UserError("this runtime is shut down; create a new Runtime")
             self._nodes[node.agent_id] = node
             self._live[node.root_id] = self._live.get(node.root_id, 0) + 1
             node.counted = True
         self.persist(node)
-        node.ref = AgentActor.start(self, node, loop)
+        with self._lock:
+            if self._closed:  # shut down meanwhile: this agent would outlive its runtime
+                self.forget(node)
+                node.status = "stopped"
+                raise UserError("this runtime is shut down; create a new Runtime")
+            node.ref = AgentActor.start(self, node, loop)
 
     def restore(
         self,
@@ -412,6 +422,7 @@ class Runtime:
                 )
                 return
         assert child.ref is not None
+        child.run_timeout = effect.timeout
         child.ref.tell(StartRun(effect.task, "", reply))
         self._arm_timeout(child, reply, effect.timeout)
 
@@ -470,6 +481,19 @@ class Runtime:
             )
             return
         child.ref.tell(ResumeRun(effect.answers, reply))
+        # The resumed run gets its deadline again (the first one ended with the suspension).
+        self._arm_timeout(child, reply, self._run_timeout(child))
+
+    def _run_timeout(self, child: AgentNode) -> float:
+        if child.run_timeout is not None:
+            return child.run_timeout
+        # Restored: the parent's spec holds the deadline of the subagent this child runs.
+        parent = self._nodes.get(child.parent_id or "")
+        if parent is not None:
+            for subagent in parent.spec.subagent_map.values():
+                if subagent.agent is child.spec:
+                    return subagent.timeout
+        return Subagent(child.spec).timeout  # the default
 
     def child_done(self, child: AgentNode, effect: Finish) -> None:
         """A child answered its parent: stop it unless it is kept or waits on a request."""

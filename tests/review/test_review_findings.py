@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import threading
 from typing import Any
 
 from actors import Agent, Answer, Pending, Request, RunContext, Runtime, Subagent, tool
@@ -115,3 +118,113 @@ def test_a_timed_out_subagent_still_counts_toward_the_tree_usage() -> None:
         result = rt.spawn(lead).run("go", timeout=5)
     assert result.completed
     assert result.tree_usage.requests == result.usage.requests + 1  # the child's one request
+
+
+def test_a_child_spawned_while_the_runtime_shuts_down_does_not_outlive_it() -> None:
+    kept = Agent("helper", model=ScriptedModel(["hi"], per_agent=True))
+    lead = Agent(
+        "lead",
+        model=ScriptedModel([call("helper", task="t"), "done"]),
+        subagents=[Subagent(kept, keep=True)],
+    )
+    rt = Runtime()
+    with rt:
+        ref = rt.spawn(lead)
+        spawning = threading.Event()
+
+        def on_event(event: Any) -> None:
+            # On the lead's thread, between logging the spawn and starting the child: the
+            # runtime shuts down right there (its wait for the busy lead is cut short).
+            if getattr(event, "type", None) == "subagent_spawned" and not spawning.is_set():
+                spawning.set()
+                rt.shutdown(timeout=0.05)
+
+        ref.subscribe(on_event)
+        future = ref.run_async("go")
+        assert spawning.wait(5)
+        with contextlib.suppress(Exception):
+            future.result(5)
+    assert rt.live_agents() == 0
+
+
+def test_a_resumed_subagent_run_has_a_deadline_again() -> None:
+    working = threading.Event()
+
+    @tool
+    def work(ctx: RunContext[Any]) -> str:
+        """Work until cancelled."""
+        working.set()
+        ctx.cancellation.wait(5)
+        return "stopped"
+
+    child = Agent(
+        "child",
+        model=ScriptedModel([call("ask", question="q"), call("work"), "late"], per_agent=True),
+        tools=[ask, work],
+    )
+    lead = Agent(
+        "lead",
+        model=ScriptedModel([call("child", task="t"), "done"]),
+        subagents=[Subagent(child, timeout=30.0)],
+    )
+    with Runtime() as rt:
+        # The subagent deadlines, fired by hand (tools' own 60 s timers are left alone).
+        deadlines: list[Any] = []
+        call_later = rt.effects.call_later
+
+        def record(delay: float, callback: Any) -> Any:
+            if delay == 30.0:
+                deadlines.append(callback)
+                return lambda: None
+            return call_later(delay, callback)
+
+        rt.effects.call_later = record  # type: ignore[method-assign]
+        ref = rt.spawn(lead)
+        suspended = ref.run("go", timeout=5)
+        assert suspended.status == "suspended"
+        deadlines.pop()()  # the first deadline passes while the host thinks: nothing runs
+        (request,) = suspended.requests
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            resumed = pool.submit(ref.resume, {request.id: Answer(data="x")}, timeout=3)
+            assert working.wait(5)
+            assert len(deadlines) == 1, "the resumed run got no deadline"
+            deadlines.pop()()
+            result = resumed.result(5)
+    assert result.completed
+    assert "timed out" in [m for m in result.messages if m.role == "tool"][-1].content
+
+
+def test_a_run_that_suspends_just_as_it_times_out_is_not_reported_resumable() -> None:
+    release = threading.Event()
+    parked = threading.Event()
+
+    @tool
+    def slow_ask(ctx: RunContext[Any]) -> str:
+        """Ask the host, slowly."""
+        if ctx.answer is None:
+            release.wait(5)
+            return Pending(Request(kind="input", prompt="q"))  # type: ignore[return-value]
+        return "answered"
+
+    agent = Agent("a", model=ScriptedModel([call("slow_ask"), "done"]), tools=[slow_ask])
+    with Runtime() as rt:
+        ref = rt.spawn(agent)
+        ref.subscribe(lambda e: parked.set() if getattr(e, "type", "") == "suspended" else None)
+        cancel = ref.cancel
+
+        def late_cancel(reason: str = "cancelled") -> None:
+            # The run suspends between the host's timeout and its cancel reaching the agent.
+            release.set()
+            assert parked.wait(5)
+            cancel(reason)
+
+        ref.cancel = late_cancel  # type: ignore[method-assign]
+        try:
+            outcome: Any = ref.run("go", timeout=0.1)
+        except Exception as exc:
+            outcome = exc
+        status = ref.context().events[-1].data.get("reason")
+    # The cancel did reach the suspended run: handing the host its open requests would be a
+    # lie (resume would answer "no open requests").
+    assert status == "cancelled"
+    assert not (hasattr(outcome, "status") and outcome.status == "suspended"), outcome
