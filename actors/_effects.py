@@ -154,12 +154,14 @@ class EffectRunner:
             self._loop.call_soon_threadsafe(task.cancel)
 
         unregister = request.cancellation.on_cancel(cancel)
-        inner = asyncio.ensure_future(model.request(request))
-        # When the call is abandoned the request may still end with an error (a model that
-        # honours the token raises Cancelled); read it so asyncio does not log it as lost.
-        inner.add_done_callback(_retrieve)
         deadline = asyncio.timeout(effect.timeout)
         try:
+            # Inside the try: a model whose `request` raises (or returns no awaitable) before
+            # any coroutine runs fails the step instead of leaving the agent waiting forever.
+            inner = asyncio.ensure_future(model.request(request))
+            # When the call is abandoned the request may still end with an error (a model that
+            # honours the token raises Cancelled); read it so asyncio does not log it as lost.
+            inner.add_done_callback(_retrieve)
             async with deadline:
                 response = await inner
         except asyncio.CancelledError:

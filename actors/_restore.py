@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["restore_tree"]
 
-_ENDED = frozenset({"finished", "failed", "cancelled", "stopped"})
-
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
     """Specs by name, including every subagent reachable from the given ones."""
@@ -120,20 +118,27 @@ def restore_tree(
         open_requests[agent_id] = tuple(requests)
         recover(ctx, waiting=bool(requests))
 
-    for entry in stored.agents:
+    live_ids: set[str] = set()
+    for entry in stored.agents:  # parents before children
         agent_id = entry.record.agent_id
         node, ctx = nodes[agent_id], contexts[agent_id]
         # Events appended by recovery are written before anything new runs.
         node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
         waiting = bool(open_requests[agent_id])
         is_root = agent_id == stored.root_agent_id
-        kept = _is_kept(contexts, node)
+        # A kept child lives as long as its parent: one stopped with its tree (``ref.stop``)
+        # comes back with it, or the parent's later calls to it would fail for good.
+        kept = _is_kept(contexts, node) and node.parent_id in live_ids
         if waiting:
             node.status = "suspended"
+        elif kept or (is_root and node.status in ("running", "suspended")):
+            node.status = "idle"
         elif node.status in ("running", "suspended"):
-            node.status = "idle" if is_root or kept else "stopped"
-        live = is_root or waiting or (kept and node.status not in _ENDED)
-        if not live:
+            node.status = "stopped"
+        live = is_root or waiting or kept
+        if live:
+            live_ids.add(agent_id)
+        else:
             with runtime.lock:
                 runtime.register(node)
             runtime.persist(node)

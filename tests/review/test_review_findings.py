@@ -228,3 +228,45 @@ def test_a_run_that_suspends_just_as_it_times_out_is_not_reported_resumable() ->
     # lie (resume would answer "no open requests").
     assert status == "cancelled"
     assert not (hasattr(outcome, "status") and outcome.status == "suspended"), outcome
+
+
+def test_a_kept_child_stopped_with_its_tree_comes_back_on_restore() -> None:
+    def spec() -> Agent:
+        helper = Agent("helper", model=ScriptedModel(["one", "two"], per_agent=True))
+        script = [call("helper", task="a"), "ok", call("helper", task="b"), "ok again"]
+        return Agent(
+            "lead",
+            model=ScriptedModel(script, per_agent=True),
+            subagents=[Subagent(helper, keep=True)],
+        )
+
+    with MemoryStore() as store:
+        with Runtime() as rt:
+            ref = rt.spawn(spec(), store=store, session_id="s")
+            assert ref.run("go", timeout=5).completed
+            ref.stop()
+        with Runtime() as rt:
+            ref = rt.restore("s", store=store, agents=[spec()])
+            result = ref.run("again", timeout=5)
+    assert [m.content for m in result.messages if m.role == "tool"] == ["one", "two"]
+
+
+class _EagerModel:
+    """A model whose ``request`` checks its input before it returns the coroutine."""
+
+    name = "eager"
+
+    def request(self, request: Any) -> Any:
+        raise ValueError("no API key configured")
+
+
+def test_a_model_that_raises_before_its_coroutine_starts_fails_the_run() -> None:
+    agent = Agent("a", model=_EagerModel())  # type: ignore[arg-type]
+    with Runtime() as rt:
+        ref = rt.spawn(agent)
+        try:
+            ref.run("go", timeout=3)
+        except Exception as exc:
+            error: Exception = exc
+    assert type(error).__name__ == "RunFailedError", repr(error)
+    assert "no API key configured" in str(error)
