@@ -12,7 +12,7 @@ from actors._loop import AgentLoop
 from actors._messages import ToolCall, ToolResultMessage
 from actors._recovery import open_turn, recover
 from actors._suspension import Request
-from actors.exceptions import AgentDefinitionError
+from actors.exceptions import AgentDefinitionError, UserError
 from actors.store._protocol import SessionStore
 
 if TYPE_CHECKING:
@@ -58,6 +58,16 @@ def restore_tree(
         raise AgentDefinitionError(
             f"session {session_id!r} holds agents of specs {missing}, which were not given; "
             "pass them in agents=[...] (specs are matched by name)"
+        )
+    # Agent ids name actors in a runtime: a second agent under the same id would replace the
+    # first in the runtime's records, and that actor would outlive the runtime.
+    taken = sorted(
+        {a.record.agent_id for a in stored.agents} & {n.agent_id for n in runtime.nodes()}
+    )
+    if taken:
+        raise UserError(
+            f"session {session_id!r} holds agents {taken}, and this runtime already has agents "
+            "of those ids; restore it in another Runtime"
         )
     contexts: dict[str, AgentContext] = {}
     nodes: dict[str, AgentNode] = {}

@@ -251,6 +251,8 @@ class Runtime:
         Raises:
             SessionNotFoundError: no such session in the store.
             AgentDefinitionError: a spec named in the session was not given.
+            UserError: the session is live here already, or agents of this runtime hold its
+                agent ids (restore it in another `Runtime`).
         """
         from actors._restore import restore_tree
 

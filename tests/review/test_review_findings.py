@@ -7,7 +7,10 @@ import contextlib
 import threading
 from typing import Any
 
+import pytest
+
 from actors import Agent, Answer, Pending, Request, RunContext, Runtime, Subagent, tool
+from actors.exceptions import UserError
 from actors.store import MemoryStore
 from actors.testing import ScriptedModel, call
 
@@ -270,3 +273,19 @@ def test_a_model_that_raises_before_its_coroutine_starts_fails_the_run() -> None
             error: Exception = exc
     assert type(error).__name__ == "RunFailedError", repr(error)
     assert "no API key configured" in str(error)
+
+
+def test_restoring_a_session_whose_ids_are_taken_is_refused_not_leaked() -> None:
+    def spec() -> Agent:
+        return Agent("assistant", model=ScriptedModel(["a", "b"], per_agent=True))
+
+    with MemoryStore() as store:
+        for session_id in ("s1", "s2"):
+            with Runtime() as rt:
+                rt.spawn(spec(), store=store, session_id=session_id).run("hi", timeout=5)
+        with Runtime() as rt:
+            first = rt.restore("s1", store=store, agents=[spec()])
+            with pytest.raises(UserError, match="already has agents"):
+                rt.restore("s2", store=store, agents=[spec()])
+            assert first.run("again", timeout=5).output == "b"
+            assert rt.live_agents() == 1
