@@ -61,6 +61,25 @@ _log = get_logger("actors.actor")
 
 _FINAL = frozenset({"finished", "failed", "cancelled"})
 
+
+def settle(
+    future: concurrent.futures.Future[Any],
+    *,
+    result: Any = None,
+    error: BaseException | None = None,
+) -> None:
+    """Resolve ``future`` once.
+
+    A future its waiter already cancelled (an abandoned ``await``, an async tool that timed out)
+    is left as it is: raising here would kill the actor silently.
+    """
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+
 _POOL_LOCK = threading.Lock()
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -198,8 +217,7 @@ class AgentActor(pykka.ThreadingActor):
                 )
             except Exception as exc:
                 self.actors_log.exception("delegation failed")
-                if not message.future.done():
-                    message.future.set_exception(exc)
+                settle(message.future, error=exc)
             return None
         if isinstance(message, ExpireRun):
             self._expire(message)
@@ -353,11 +371,7 @@ class AgentActor(pykka.ThreadingActor):
             )
             effect = dataclasses.replace(effect, result=None, error=error)
         if isinstance(reply, HostReply):
-            if not reply.future.done():
-                if effect.error is not None:
-                    reply.future.set_exception(effect.error)
-                else:
-                    reply.future.set_result(effect.result)
+            settle(reply.future, result=effect.result, error=effect.error)
         elif isinstance(reply, ParentReply):
             result = effect.result
             tree = result.tree_usage if result is not None else self._usage_of(effect)
@@ -419,19 +433,18 @@ class AgentActor(pykka.ThreadingActor):
             )
         except Exception:
             self.actors_log.exception("could not book the delegated child's end")
-        if future.done():
-            return
         if error is not None:
-            future.set_exception(error)
+            settle(future, error=error)
         elif result is None or result.status != "completed":
-            future.set_exception(
-                RunFailedError(
+            settle(
+                future,
+                error=RunFailedError(
                     f"delegated agent {message.reply.child_id!r} ended {status}; "
                     "suspension inside delegate() is not supported"
-                )
+                ),
             )
         else:
-            future.set_result(result.output)
+            settle(future, result=result.output)
 
     @staticmethod
     def _usage_of(effect: Finish) -> Usage:
@@ -458,8 +471,8 @@ class AgentActor(pykka.ThreadingActor):
             self.actors_log.exception("could not cancel the run in flight")
         for reply in self.actors_waiting:
             error = AgentStoppedError(f"agent {node.agent_id!r} {how} before its run finished")
-            if isinstance(reply, HostReply) and not reply.future.done():
-                reply.future.set_exception(error)
+            if isinstance(reply, HostReply):
+                settle(reply.future, error=error)
             elif isinstance(reply, ParentReply):
                 self._tell_parent(
                     reply, ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 
-from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply
+from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply, settle
 from actors._agent import Agent, Subagent
 from actors._agent_context import AgentContext
 from actors._effects import ApprovalHandler
@@ -73,6 +73,7 @@ def _shut_down_at_exit(runtime: Runtime) -> None:
 def _shut_down_open_runtimes() -> None:
     for runtime in list(_OPEN_RUNTIMES):
         runtime.shutdown()
+
 
 ASK_TIMEOUT = 10.0
 
@@ -157,6 +158,7 @@ class Runtime:
         self.effects = EffectRunner(max_tool_threads)
         self._nodes: dict[str, AgentNode] = {}
         self._live: dict[str, int] = {}  # live actors per tree (by root id)
+        self._reserved: set[str] = set()  # ids handed out by spawn, not yet registered
         self._lock = threading.RLock()
         self._closed = False
         _shut_down_at_exit(self)
@@ -206,6 +208,7 @@ class Runtime:
         """Record an agent that has no live actor (a finished child of a restored tree)."""
         with self._lock:
             self._nodes[node.agent_id] = node
+            self._reserved.discard(node.agent_id)
 
     def start_restored(self, node: AgentNode, loop: AgentLoop) -> None:
         """Start the actor of an agent around its loop (fresh, or rebuilt by a restore)."""
@@ -214,6 +217,7 @@ class Runtime:
             if self._closed:
                 raise UserError("this runtime is shut down; create a new Runtime")
             self._nodes[node.agent_id] = node
+            self._reserved.discard(node.agent_id)
             self._live[node.root_id] = self._live.get(node.root_id, 0) + 1
             node.counted = True
         self.persist(node)
@@ -281,13 +285,14 @@ class Runtime:
         return model
 
     def _unique_id(self, wanted: str) -> str:
+        """A free id, reserved at once: two threads spawning one name get two ids."""
         with self._lock:
-            if wanted not in self._nodes:
-                return wanted
-            n = 2
-            while f"{wanted}-{n}" in self._nodes:
-                n += 1
-            return f"{wanted}-{n}"
+            taken = self._nodes.keys() | self._reserved
+            agent_id, n = wanted, 2
+            while agent_id in taken:
+                agent_id, n = f"{wanted}-{n}", n + 1
+            self._reserved.add(agent_id)
+            return agent_id
 
     def spawn(
         self,
@@ -591,7 +596,7 @@ class Runtime:
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
             ref = node.ref
             if ref is None or not ref.is_alive():
-                future.set_exception(AgentStoppedError(f"agent {node.agent_id!r} stopped"))
+                settle(future, error=AgentStoppedError(f"agent {node.agent_id!r} stopped"))
                 return future
             # The child's deadline is armed when it starts, so the future always ends.
             ref.tell(Delegate(agent, task, future, effect.ctx.metadata, timeout))
@@ -611,7 +616,7 @@ class Runtime:
         else:
             child_id, refusal = loop.begin_delegation(message.agent, message.task)
         if child_id is None or refusal is not None:
-            message.future.set_exception(UserError(f"delegation refused: {refusal}"))
+            settle(message.future, error=UserError(f"delegation refused: {refusal}"))
             return
         child = self._spawn_child(parent, child_id, message.agent, message.metadata)
         reply = DelegateReply(parent_ref, child_id, message.future)
