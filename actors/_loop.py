@@ -121,6 +121,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             else None
         )
         self._use_output_tool = self._output is not None and bool(self._tools or self._subagents)
+        self._text_schema = (
+            self._output.json_schema if self._output and not self._use_output_tool else None
+        )
         self._definitions = tuple(
             [t.definition for t in self._tools.values()]
             + [subagent_definition(s) for s in self._subagents.values()]
@@ -292,6 +295,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             settings=self.spec.model_settings,
             cancellation=run.token,
             agent_id=ctx.agent_id,
+            output_schema=self._text_schema,
         )
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
 

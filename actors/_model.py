@@ -82,6 +82,8 @@ class ModelRequest:
         cancellation: Set when the run is cancelled: a model closes its request in flight.
         on_delta: Called with each `StreamDelta` as a streamed reply arrives (or None).
         agent_id: The agent asking (for logs and for test models that script per agent).
+        output_schema: When the agent wants its final answer as JSON text (an output type and
+            no tools), the answer's JSON schema; providers may use it for structured output.
     """
 
     messages: Sequence[Message]
@@ -90,6 +92,7 @@ class ModelRequest:
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     on_delta: Callable[[StreamDelta], None] | None = None
     agent_id: str = ""
+    output_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

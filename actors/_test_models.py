@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import inspect
 import threading
 import uuid
@@ -263,10 +264,12 @@ class TestModel:
             return _to_response(
                 ToolCall(id="test-final", name=final.name, arguments=arguments), request, self.name
             )
+        if request.output_schema is not None and self.text is None:
+            # The agent wants JSON text: answer with a value made from the schema.
+            answer = json.dumps(example_arguments(request.output_schema))
+            return _to_response(answer, request, self.name)
         if self.text is not None:
             return _to_response(self.text, request, self.name)
-        import json
-
         return _to_response(
             json.dumps({m.tool_name: m.content for m in results}), request, self.name
         )

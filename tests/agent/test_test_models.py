@@ -210,3 +210,22 @@ def test_scripted_model_is_thread_safe() -> None:
         outputs = [future.result(BOUND).output for future in futures]
     assert sorted(outputs, key=int) == [str(i) for i in range(50)]
     model.assert_complete()
+
+
+def test_test_model_answers_json_text_from_the_output_schema() -> None:
+    from pydantic import BaseModel
+
+    from actors import Agent
+    from actors.testing import SyncDriver
+    from actors.testing import TestModel as Model
+
+    class Weather(BaseModel):
+        city: str
+        celsius: float
+
+    model = Model()
+    result = SyncDriver(Agent("w", model=model, output_type=Weather)).run("weather?")
+    assert result.output == Weather(city="a", celsius=0.0)
+    schema = model.requests[0].output_schema
+    assert schema is not None
+    assert set(schema["properties"]) == {"city", "celsius"}
