@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import inspect
+import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
