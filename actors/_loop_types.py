@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors._agent import Agent, Subagent
+from actors._agent import Subagent
 from actors._messages import ToolCall, UserMessage
 from actors._model import ModelRequest, ModelResponse
 from actors._result import RunResult
@@ -193,5 +193,3 @@ class Finish:
 
 
 Effect = CallModel | CallTool | RunChild | ResumeChild | CancelChild | AskApproval | Finish
-
-_ = Agent  # re-exported for type readers of RunChild
