@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # pykka's protocol of an inbox (typing only)
     from pykka._envelope import Envelope
 
-    from actors._runtime import AgentNode, Runtime
+    from actors._node import AgentNode
+    from actors._runtime import Runtime
 
 __all__ = [
     "AgentActor",

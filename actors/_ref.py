@@ -23,7 +23,8 @@ from actors._usage import Usage
 from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
 
 if TYPE_CHECKING:
-    from actors._runtime import AgentNode, Runtime
+    from actors._node import AgentNode
+    from actors._runtime import Runtime
 
 __all__ = ["AgentRef", "AgentStatus", "RunFuture", "TreeNode"]
 

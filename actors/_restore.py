@@ -16,8 +16,9 @@ from actors.exceptions import AgentDefinitionError, UserError
 from actors.store._protocol import SessionStore
 
 if TYPE_CHECKING:
+    from actors._node import AgentNode
     from actors._ref import AgentRef
-    from actors._runtime import AgentNode, Runtime
+    from actors._runtime import Runtime
 
 __all__ = ["restore_tree"]
 
@@ -48,8 +49,8 @@ def restore_tree(
     approval_handler: ApprovalHandler | None = None,
 ) -> AgentRef:
     """See `Runtime.restore`."""
+    from actors._node import AgentNode
     from actors._ref import AgentRef
-    from actors._runtime import AgentNode
 
     stored = store.load(session_id)
     specs = _spec_index(agents)

@@ -8,7 +8,6 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
@@ -17,7 +16,7 @@ from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, Parent
 from actors._agent import Agent, Subagent
 from actors._agent_context import AgentContext
 from actors._effects import ApprovalHandler
-from actors._events import Clock, Event, system_clock
+from actors._events import Clock, system_clock
 from actors._frozen import thaw
 from actors._json import JsonError, json_copy
 from actors._logging import get_logger
@@ -32,7 +31,8 @@ from actors._loop_types import (
     RunChild,
     StartRun,
 )
-from actors._model import Model, StreamDelta
+from actors._model import Model
+from actors._node import AgentNode
 from actors._test_models import TestModel
 from actors.exceptions import AgentStoppedError, UserError
 from actors.store._protocol import SessionStore
@@ -41,7 +41,7 @@ from actors.store._records import AgentRecord
 if TYPE_CHECKING:
     from actors._ref import AgentRef, TreeNode
 
-__all__ = ["AgentNode", "Runtime"]
+__all__ = ["Runtime"]
 
 _log = get_logger("actors.runtime")
 
@@ -76,53 +76,6 @@ def _shut_down_open_runtimes() -> None:
 
 
 ASK_TIMEOUT = 10.0
-
-
-@dataclass(eq=False)
-class AgentNode:
-    """The runtime's record of one agent, live or finished (what ``ref.tree()`` reads)."""
-
-    agent_id: str
-    name: str
-    parent_id: str | None
-    root_id: str
-    depth: int
-    spec: Agent[Any]
-    tool_context: Any
-    ref: pykka.ActorRef[Any] | None = None
-    status: str = "idle"
-    step: int = 0
-    tool: str | None = None
-    keep: bool = False
-    children: list[str] = field(default_factory=list)
-    listeners: list[Callable[[Any], None]] = field(default_factory=list)
-    store: SessionStore | None = None
-    session_id: str | None = None
-    position: int = 0
-    buffer: list[Event] = field(default_factory=list)
-    saved_status: str | None = None
-    approval_handler: ApprovalHandler | None = None
-    counted: bool = False  # counted among its tree's live agents
-    run_timeout: float | None = None  # its parent's deadline for each of its runs
-
-    def publish_event(self, event: Event) -> None:
-        if self.store is not None:
-            self.buffer.append(event)
-        for listener in tuple(self.listeners):
-            try:
-                listener(event)
-            except Exception:  # a broken listener must not break the agent
-                _log.exception("event listener failed", agent_id=self.agent_id)
-
-    def publish_delta(self, delta: StreamDelta) -> None:
-        self.publish_event(delta)  # type: ignore[arg-type]
-
-    def wants_deltas(self) -> bool:
-        return bool(self.listeners)
-
-    @property
-    def alive(self) -> bool:
-        return self.ref is not None and self.ref.is_alive()
 
 
 class Runtime:

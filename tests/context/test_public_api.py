@@ -21,7 +21,7 @@ PUBLIC_MODULES = [actors, actors.exceptions]
 # module's __all__ and remove it here).
 NOT_REEXPORTED = {
     "actors._loop.AgentLoop": "the agent loop's state machine; used by the runtimes",
-    "actors._runtime.AgentNode": "the runtime's node of the tree; users see TreeNode",
+    "actors._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
 }
 
 CONTEXT_MODULES = {

@@ -219,3 +219,26 @@ def test_a_message_sent_before_a_crash_is_delivered_after_the_restore(store: Any
         messages = runtime.restore("steer", store=store, agents=[agent]).context().messages
     assert messages[-1].role == "user"
     assert messages[-1].content == "also check the weather"
+
+
+def test_streamed_deltas_reach_subscribers_and_are_never_stored(store: Any) -> None:
+    from actors import AssistantMessage, ModelRequest, ModelResponse, StreamDelta, Usage
+
+    class Streaming:
+        name = "streaming"
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            assert request.on_delta is not None  # someone subscribed
+            for piece in ("Hel", "lo"):
+                request.on_delta(StreamDelta("text", piece))
+            return ModelResponse(AssistantMessage(content="Hello"), Usage(requests=1))
+
+    seen: list[Any] = []
+    with Runtime() as runtime:
+        ref = runtime.spawn(Agent("a", model=Streaming()), store=store, session_id="stream")
+        ref.subscribe(seen.append)
+        result = ref.run("hi", timeout=10)
+    assert result.output == "Hello"
+    assert [d.text for d in seen if isinstance(d, StreamDelta)] == ["Hel", "lo"]
+    events_seen = [(e.seq, e.type) for e in seen if not isinstance(e, StreamDelta)]
+    assert _stored_events(store, "stream")["a"] == events_seen  # every event, and no delta
