@@ -244,9 +244,24 @@ class AgentActor(pykka.ThreadingActor):
         self._sync_node()
         # Write-ahead: the events that announce an effect (a tool_call, a subagent_spawned) are
         # durable before the effect starts, so a crash can never hide a side effect.
-        self._persist()
+        if not self._persist() and loop.run_id is not None:
+            effects = self._store_failed(effects)
         self._execute(effects)
         self._persist()
+
+    def _store_failed(self, effects: list[Effect]) -> list[Effect]:
+        """The store refused this step's events: start no tool or child whose call is unwritten."""
+        if not any(isinstance(e, CallTool | RunChild | ResumeChild) for e in effects):
+            return effects
+        error = RunFailedError(
+            f"agent {self.actors_node.agent_id!r}: the session store could not write this "
+            "step's events, so its tools and subagents were not started; see the log"
+        )
+        try:
+            return self.actors_loop.fail_now(error)
+        except Exception:
+            self.actors_log.exception("could not fail the run cleanly")
+            return [Finish(reply, error=error) for reply in list(self.actors_waiting)]
 
     def _persist(self) -> bool:
         try:

@@ -242,3 +242,29 @@ def test_streamed_deltas_reach_subscribers_and_are_never_stored(store: Any) -> N
     assert [d.text for d in seen if isinstance(d, StreamDelta)] == ["Hel", "lo"]
     events_seen = [(e.seq, e.type) for e in seen if not isinstance(e, StreamDelta)]
     assert _stored_events(store, "stream")["a"] == events_seen  # every event, and no delta
+
+
+def test_a_tool_never_runs_when_its_call_cannot_be_written() -> None:
+    from actors import Event
+    from actors.exceptions import RunFailedError, StoreError
+
+    ran: list[str] = []
+
+    class Failing(MemoryStore):
+        def append_events(self, session_id: str, agent_id: str, events: Any) -> None:
+            if any(isinstance(e, Event) and e.type == "tool_call" for e in events):
+                raise StoreError("disk full")
+            super().append_events(session_id, agent_id, events)
+
+    @tool
+    def side_effect() -> str:
+        """Do something irreversible."""
+        ran.append("ran")
+        return "done"
+
+    agent = Agent("a", model=ScriptedModel([call("side_effect"), "ok"]), tools=[side_effect])
+    with Failing() as store, Runtime() as runtime:
+        ref = runtime.spawn(agent, store=store, session_id="full")
+        with pytest.raises(RunFailedError, match="could not write"):
+            ref.run("go", timeout=10)
+    assert ran == []
