@@ -27,7 +27,11 @@ class OutputSchema:
         self._adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = self._adapter.json_schema()
         if self.wrapped:
+            # "$ref"s point at "#/$defs/...": the definitions must stay at the root.
+            defs = schema.pop("$defs", None)
             schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+            if defs:
+                schema["$defs"] = defs
         schema.pop("title", None)
         self.json_schema: dict[str, Any] = self._adapter.json_schema()
         """The schema of a final answer given as JSON text (unwrapped)."""

@@ -21,9 +21,12 @@ def subagent_definition(subagent: Subagent) -> ToolDefinition:
         "task": {"type": "string", "description": "The task for the subagent, self-contained."}
     }
     required = ["task"]
+    defs: dict[str, Any] = {}
     if subagent.input_type is not None:
         schema = TypeAdapter(subagent.input_type).json_schema()
         schema.pop("title", None)
+        # "$ref"s point at "#/$defs/...": the definitions must stay at the root.
+        defs = schema.pop("$defs", {})
         properties["input"] = schema
         required.append("input")
     description = (
@@ -31,11 +34,10 @@ def subagent_definition(subagent: Subagent) -> ToolDefinition:
         or subagent.agent.description
         or f"Hand a task to the {subagent.agent.name!r} agent and get its answer."
     )
-    return ToolDefinition(
-        subagent.tool_name,
-        description,
-        {"type": "object", "properties": properties, "required": required},
-    )
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    if defs:
+        parameters["$defs"] = defs
+    return ToolDefinition(subagent.tool_name, description, parameters)
 
 
 def validate_task(subagent: Subagent, arguments: dict[str, Any]) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from actors._docstrings import parse_docstring
 from actors._model import ToolDefinition
@@ -129,10 +130,17 @@ class Tool:
                 )
             annotation = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
-            fields[param.name] = (
-                annotation,
-                Field(default=default, description=arg_docs.get(param.name)),
-            )
+            # A description=None here would erase one given in Annotated[..., Field(...)];
+            # a default that is itself a Field(...) carries the default (and its description).
+            doc = arg_docs.get(param.name) or None
+            if isinstance(default, FieldInfo):
+                if doc and default.description is None:
+                    default = FieldInfo.merge_field_infos(default, description=doc)
+                fields[param.name] = (annotation, default)
+            elif doc:
+                fields[param.name] = (annotation, Field(default=default, description=doc))
+            else:
+                fields[param.name] = (annotation, Field(default=default))
         try:
             args_model = create_model(
                 f"{tool_name}_arguments",

@@ -1,0 +1,81 @@
+"""Regression tests for bugs found in review of tools, output, subagent calls, store and CLI."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from actors import Agent, Runtime, Subagent, tool
+from actors._subagent_calls import subagent_definition
+from actors.testing import TestModel
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+class Shape(BaseModel):
+    points: list[Point]
+
+
+def _refs(schema: Any) -> list[str]:
+    if isinstance(schema, dict):
+        found = [schema["$ref"]] if isinstance(schema.get("$ref"), str) else []
+        return found + [r for value in schema.values() for r in _refs(value)]
+    if isinstance(schema, list):
+        return [r for value in schema for r in _refs(value)]
+    return []
+
+
+def _resolves(schema: dict[str, Any], ref: str) -> bool:
+    node: Any = schema
+    for part in ref.removeprefix("#/").split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+@tool
+def noop() -> str:
+    """Do nothing."""
+    return "ok"
+
+
+def test_a_wrapped_output_type_has_its_definitions_at_the_schema_root() -> None:
+    agent = Agent("a", model=TestModel(), tools=[noop], output_type=Point | None)  # type: ignore[arg-type]
+    with Runtime() as rt:
+        result = rt.spawn(agent).run("go", timeout=5)
+    assert result.output == Point(x=0, y=0)
+    (final,) = [t for t in agent.model.requests[0].tools if t.name == "final_result"]  # type: ignore[union-attr]
+    refs = _refs(final.parameters)
+    assert refs
+    assert all(_resolves(final.parameters, ref) for ref in refs)
+
+
+def test_a_subagent_input_with_nested_models_has_resolvable_refs() -> None:
+    child = Agent("child", model=TestModel(text="done"))
+    definition = subagent_definition(Subagent(child, input_type=Shape))
+    refs = _refs(definition.parameters)
+    assert refs
+    assert all(_resolves(definition.parameters, ref) for ref in refs)
+
+
+def test_a_tool_argument_defaulting_to_a_pydantic_field_gets_the_default() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def pick(
+        a: Annotated[int, Field(description="how many")],
+        b: int = Field(default=3, description="bee"),
+    ) -> str:
+        """Pick."""
+        seen.append(b)
+        return "ok"
+
+    assert pick.parameters["properties"]["a"]["description"] == "how many"
+    assert pick.parameters["properties"]["b"]["default"] == 3
+    assert pick.parameters["properties"]["b"]["description"] == "bee"
+    assert pick.validate({"a": 1}) == {"a": 1, "b": 3}
