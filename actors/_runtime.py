@@ -274,7 +274,8 @@ class Runtime:
                 on a tool thread. A handler that raises denies.
 
         Raises:
-            UserError: the runtime is shut down, or the metadata is not plain JSON.
+            UserError: the runtime is shut down, the metadata is not plain JSON, or the
+                session already holds this agent's events (restore it instead).
         """
         if self._closed:
             raise UserError("this runtime is shut down; create a new Runtime")
@@ -295,7 +296,12 @@ class Runtime:
         node = AgentNode(agent_id, agent.name, None, agent_id, 0, agent, tool_context)
         node.approval_handler = approval_handler
         if store is not None:
-            self._open_session(node, store, session_id)
+            try:
+                self._open_session(node, store, session_id)
+            except BaseException:
+                with self._lock:
+                    self._reserved.discard(agent_id)
+                raise
             node.buffer.extend(context.events)  # the initial metadata, logged before spawn
         self._start(node, context)
         from actors._ref import AgentRef
@@ -531,6 +537,12 @@ class Runtime:
         store.create_session(
             node.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
         )
+        # A fresh context's events would collide with the stored ones at every seq.
+        if store.last_seq(node.session_id, node.agent_id) >= 0:
+            raise UserError(
+                f"session {node.session_id!r} already holds agent {node.agent_id!r}; continue "
+                "it with Runtime.restore, or spawn with another session_id"
+            )
 
     # -- delegation from tools ----------------------------------------------------------------
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import pytest
 from pydantic import BaseModel, Field
 
 from actors import Agent, Runtime, Subagent, tool
 from actors._subagent_calls import subagent_definition
-from actors.testing import TestModel
+from actors.exceptions import UserError
+from actors.store import MemoryStore
+from actors.testing import ScriptedModel, TestModel
 
 
 class Point(BaseModel):
@@ -79,3 +82,19 @@ def test_a_tool_argument_defaulting_to_a_pydantic_field_gets_the_default() -> No
     assert pick.parameters["properties"]["b"]["default"] == 3
     assert pick.parameters["properties"]["b"]["description"] == "bee"
     assert pick.validate({"a": 1}) == {"a": 1, "b": 3}
+
+
+def test_spawning_over_a_stored_session_is_refused_before_anything_runs() -> None:
+    with MemoryStore() as store:
+        with Runtime() as rt:
+            first = rt.spawn(Agent("a", model=ScriptedModel(["one"])), store=store, session_id="s")
+            assert first.run("hi", timeout=5).output == "one"
+        before = store.load("s")
+        model = ScriptedModel(["two"])
+        with Runtime() as rt:
+            with pytest.raises(UserError, match="restore"):
+                rt.spawn(Agent("a", model=model), store=store, session_id="s")
+            # The id it would have taken is free again.
+            assert rt.spawn(Agent("a", model=ScriptedModel(["x"]))).agent_id == "a"
+        assert model.requests == []
+        assert store.load("s").agents == before.agents
