@@ -4,9 +4,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
+from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
 from actors._model import Model, ModelSettings
+from actors._output import FINAL_RESULT_TOOL, OutputSchema
 from actors._tools import Tool
 from actors.exceptions import AgentDefinitionError
 
@@ -118,11 +120,30 @@ class Agent(Generic[OutputT]):
                 raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")
+        if not isinstance(self.usage_limits, UsageLimits):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: usage_limits must be a UsageLimits, "
+                f"got {type(self.usage_limits).__name__}"
+            )
+        structured = self.output_type is not None and self.output_type is not str
+        if structured:
+            try:
+                OutputSchema(cast(type[Any], self.output_type))
+            except Exception as exc:  # pydantic's schema errors have many types
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: output_type {self.output_type!r} cannot be "
+                    f"validated or described as JSON: {exc}"
+                ) from exc
         tools = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in self.tools)
         object.__setattr__(self, "tools", tools)
         subagents = _normalize_subagents(self.name, self.subagents)
         object.__setattr__(self, "subagents", subagents)
         names = [t.name for t in tools] + [s.tool_name for s in subagents]
+        if structured and FINAL_RESULT_TOOL in names:
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: {FINAL_RESULT_TOOL!r} is the tool that gives a structured "
+                "answer; rename the tool or subagent of that name"
+            )
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise AgentDefinitionError(
@@ -180,5 +201,13 @@ def _normalize_subagents(
             )
         if entry.timeout <= 0:
             raise AgentDefinitionError(f"agent {parent!r}: subagent timeouts must be positive")
+        if entry.input_type is not None:
+            try:
+                TypeAdapter(entry.input_type).json_schema()
+            except Exception as exc:  # pydantic's schema errors have many types
+                raise AgentDefinitionError(
+                    f"agent {parent!r}: subagent {entry.tool_name!r} has an input_type "
+                    f"{entry.input_type!r} that cannot be described as JSON: {exc}"
+                ) from exc
         out.append(entry)
     return tuple(out)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from actors import Agent, Runtime, Subagent, tool
 from actors._subagent_calls import subagent_definition
-from actors.exceptions import UserError
+from actors.exceptions import AgentDefinitionError, UserError
 from actors.store import MemoryStore
 from actors.testing import ScriptedModel, TestModel
 
@@ -98,3 +98,26 @@ def test_spawning_over_a_stored_session_is_refused_before_anything_runs() -> Non
             assert rt.spawn(Agent("a", model=ScriptedModel(["x"]))).agent_id == "a"
         assert model.requests == []
         assert store.load("s").agents == before.agents
+
+
+def test_a_tool_named_like_the_final_result_tool_is_refused() -> None:
+    @tool
+    def final_result(x: int) -> str:
+        """A user's tool that the output tool would shadow."""
+        return "ran"
+
+    with pytest.raises(AgentDefinitionError, match="final_result"):
+        Agent("a", model=TestModel(), tools=[final_result], output_type=Point)
+
+
+def test_bad_agent_config_is_refused_at_definition_not_mid_run() -> None:
+    class Plain:
+        def __init__(self, a: int) -> None:
+            self.a = a
+
+    with pytest.raises(AgentDefinitionError, match="usage_limits"):
+        Agent("a", model=TestModel(), usage_limits={"requests": 1})  # type: ignore[arg-type]
+    with pytest.raises(AgentDefinitionError, match="output_type"):
+        Agent("a", model=TestModel(), output_type=Plain)
+    with pytest.raises(AgentDefinitionError, match="input_type"):
+        Agent("a", subagents=[Subagent(Agent("c"), input_type=Plain)])
