@@ -38,7 +38,9 @@ def outcome_of_return(value: Any) -> ToolOutcome:
     if isinstance(value, ToolOutcome):
         return value
     update: ContextUpdate | None = None
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], ContextUpdate):
+    if isinstance(value, ContextUpdate):  # an update alone: a result of None, never dropped
+        value, update = None, value
+    elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], ContextUpdate):
         value, update = value
     elif isinstance(value, Mapping) and LEGACY_UPDATE_KEY in value:
         legacy = value[LEGACY_UPDATE_KEY]

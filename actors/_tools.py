@@ -41,9 +41,10 @@ class Tool:
     arguments, validated by pydantic from their type hints. The model sees a JSON schema built
     from the hints and the Google-style docstring (its summary and ``Args:`` descriptions).
 
-    A tool may return a value (serialized for the model), ``(value, ContextUpdate)``, a
-    `ToolResult`, a `Pending` (to wait for the host), or — legacy, for code written for the
-    seeds — a dict with an ``__update_context__`` mapping, which becomes ``set`` operations.
+    A tool may return a value (serialized for the model), ``(value, ContextUpdate)`` (or a bare
+    ``ContextUpdate``), a `ToolResult`, a `Pending` (to wait for the host), or — legacy, for
+    code written for the seeds — a dict with an ``__update_context__`` mapping, which becomes
+    ``set`` operations.
 
     Attributes:
         name: The name the model calls it by.

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from actors import Agent, Runtime, Subagent, tool
+from actors import Agent, ContextUpdate, Runtime, Subagent, tool
 from actors._subagent_calls import subagent_definition
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.store import MemoryStore
-from actors.testing import ScriptedModel, TestModel
+from actors.testing import ScriptedModel, TestModel, call
 
 
 class Point(BaseModel):
@@ -121,3 +121,16 @@ def test_bad_agent_config_is_refused_at_definition_not_mid_run() -> None:
         Agent("a", model=TestModel(), output_type=Plain)
     with pytest.raises(AgentDefinitionError, match="input_type"):
         Agent("a", subagents=[Subagent(Agent("c"), input_type=Plain)])
+
+
+def test_a_tool_returning_only_a_context_update_has_it_applied() -> None:
+    @tool
+    def remember() -> ContextUpdate:
+        """Remember something."""
+        return ContextUpdate().set("seen", True)
+
+    agent = Agent("a", model=ScriptedModel([call("remember"), "done"]), tools=[remember])
+    with Runtime() as rt:
+        result = rt.spawn(agent).run("go", timeout=5)
+    assert result.metadata["seen"] is True
+    assert "ContextUpdate" not in str(result.messages[-2])
