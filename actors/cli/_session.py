@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 from actors import Agent, AgentContext, Request, RunResult, Usage
@@ -71,9 +72,9 @@ def render_output(output: Any) -> str:
         return output
     if isinstance(output, BaseModel):
         return output.model_dump_json(indent=2)
-    try:
-        return json.dumps(output, indent=2, ensure_ascii=False)
-    except TypeError:
+    try:  # pydantic's encoder: models inside lists and dicts become JSON too
+        return pydantic_core.to_json(output, indent=2).decode()
+    except pydantic_core.PydanticSerializationError:
         return repr(output)
 
 

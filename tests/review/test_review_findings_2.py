@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import pytest
@@ -9,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from actors import Agent, ContextUpdate, Runtime, Subagent, tool
 from actors._subagent_calls import subagent_definition
+from actors.cli._session import render_output
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.store import MemoryStore
 from actors.testing import ScriptedModel, TestModel, call
@@ -134,3 +136,8 @@ def test_a_tool_returning_only_a_context_update_has_it_applied() -> None:
         result = rt.spawn(agent).run("go", timeout=5)
     assert result.metadata["seen"] is True
     assert "ContextUpdate" not in str(result.messages[-2])
+
+
+def test_the_cli_prints_a_list_of_models_as_json() -> None:
+    text = render_output([Point(x=1, y=2)])
+    assert json.loads(text) == [{"x": 1, "y": 2}]
