@@ -74,11 +74,16 @@ def restore_tree(
     nodes: dict[str, AgentNode] = {}
     for entry in stored.agents:
         record = entry.record
-        spec = specs[record.name]
+        parent = nodes.get(record.parent_id) if record.parent_id else None
+        # Two subagents may run specs of one name: the parent's call says which one it was.
+        spec = (
+            _subagent_spec(parent, contexts[parent.agent_id], record.agent_id, record.name)
+            if parent is not None
+            else None
+        ) or specs[record.name]
         ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
         ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
-        parent = nodes.get(record.parent_id) if record.parent_id else None
         node = AgentNode(
             record.agent_id,
             record.name,
@@ -179,3 +184,16 @@ def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
         and e.data.get("keep")
         for e in contexts[node.parent_id].events
     )
+
+
+def _subagent_spec(
+    parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
+) -> Agent[Any] | None:
+    """The spec of the parent's subagent that spawned ``child_id``, if the parent's spec has it."""
+    for event in parent_ctx.events:
+        if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
+            subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
+            if subagent is not None and subagent.agent.name == name:
+                return subagent.agent
+            return None
+    return None

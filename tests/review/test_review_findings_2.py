@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from actors import Agent, ContextUpdate, Runtime, Subagent, tool
+from actors import Agent, Answer, ContextUpdate, Runtime, Subagent, tool
 from actors._subagent_calls import subagent_definition
 from actors.cli._session import render_output
 from actors.exceptions import AgentDefinitionError, UserError
@@ -141,3 +141,35 @@ def test_a_tool_returning_only_a_context_update_has_it_applied() -> None:
 def test_the_cli_prints_a_list_of_models_as_json() -> None:
     text = render_output([Point(x=1, y=2)])
     assert json.loads(text) == [{"x": 1, "y": 2}]
+
+
+@tool(requires_approval=True)
+def danger() -> str:
+    """Do something that needs approval."""
+    return "danger done"
+
+
+def _team(a_script: list[Any], b_script: list[Any], boss_script: list[Any]) -> Agent[str]:
+    # Two subagents whose specs share a name but not their tools.
+    a = Agent("worker", model=ScriptedModel(a_script), tools=[danger])
+    b = Agent("worker", model=ScriptedModel(b_script))
+    return Agent("boss", model=ScriptedModel(boss_script), subagents={"a": a, "b": b})
+
+
+def test_a_restored_child_gets_the_spec_of_the_subagent_that_spawned_it() -> None:
+    with MemoryStore() as store:
+        with Runtime() as rt:
+            first = rt.spawn(
+                _team([call("danger"), "a done"], ["b done"], [call("a", task="x"), "boss done"]),
+                store=store,
+                session_id="s",
+            ).run("go", timeout=5)
+        assert first.status == "suspended"
+        (request,) = first.requests
+        with Runtime() as rt:
+            ref = rt.restore("s", store=store, agents=[_team(["a done"], ["b done"], ["done"])])
+            resumed = ref.resume({request.id: Answer(ok=True)}, timeout=5)
+        assert resumed.completed
+        child = store.load("s").agent(request.agent_id).context["events"]
+        results = [e["data"]["content"] for e in child if e["type"] == "tool_result"]
+        assert results == ["danger done"]
