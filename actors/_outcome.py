@@ -23,11 +23,11 @@ def render(value: Any) -> str:
     """Serialize a tool's value for the model: text as is, everything else as JSON."""
     if isinstance(value, str):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
     try:
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
         return pydantic_core.to_json(value).decode()
-    except pydantic_core.PydanticSerializationError:
+    except pydantic_core.PydanticSerializationError:  # a tool that worked has not failed
         return repr(value)
 
 

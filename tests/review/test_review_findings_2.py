@@ -6,9 +6,9 @@ import json
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from actors import Agent, Answer, ContextUpdate, Runtime, Subagent, tool
+from actors import Agent, Answer, ContextUpdate, Runtime, Subagent, ToolResultMessage, tool
 from actors._subagent_calls import subagent_definition
 from actors.cli._session import render_output
 from actors.exceptions import AgentDefinitionError, UserError
@@ -173,3 +173,28 @@ def test_a_restored_child_gets_the_spec_of_the_subagent_that_spawned_it() -> Non
         child = store.load("s").agent(request.agent_id).context["events"]
         results = [e["data"]["content"] for e in child if e["type"] == "tool_result"]
         assert results == ["danger done"]
+
+
+class _Handle:
+    """Not JSON: a connection, a file, ..."""
+
+
+class _WithHandle(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    name: str
+    handle: _Handle
+
+
+def test_a_tool_returning_a_model_that_cannot_be_dumped_is_not_reported_as_failed() -> None:
+    @tool
+    def make() -> _WithHandle:
+        """Make a thing."""
+        return _WithHandle(name="thing", handle=_Handle())
+
+    agent = Agent("a", model=ScriptedModel([call("make"), "done"]), tools=[make])
+    with Runtime() as rt:
+        result = rt.spawn(agent).run("go", timeout=5)
+    tool_result = result.messages[-2]
+    assert isinstance(tool_result, ToolResultMessage)
+    assert not tool_result.is_error
+    assert "thing" in tool_result.content
