@@ -52,9 +52,13 @@ class OutputSchema:
         try:
             return self._adapter.validate_json(_strip_fence(text))
         except ValidationError:
-            if self.output_type is not str:
-                raise
-            return text
+            if self.output_type is str:
+                return text
+            try:  # unquoted text for a Literal of strings, ``str | None``, ...
+                return self._adapter.validate_python(text.strip(), strict=True)
+            except ValidationError:
+                pass
+            raise
 
 
 def _strip_fence(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -198,3 +198,11 @@ def test_a_tool_returning_a_model_that_cannot_be_dumped_is_not_reported_as_faile
     assert isinstance(tool_result, ToolResultMessage)
     assert not tool_result.is_error
     assert "thing" in tool_result.content
+
+
+def test_a_plain_text_answer_fits_a_string_like_output_type() -> None:
+    yes_no = Agent("a", model=ScriptedModel(["yes"]), output_type=Literal["yes", "no"])  # type: ignore[arg-type]
+    maybe = Agent("b", model=ScriptedModel(["hello there"]), output_type=str | None)  # type: ignore[arg-type]
+    with Runtime() as rt:
+        assert rt.spawn(yes_no).run("go", timeout=5).output == "yes"
+        assert rt.spawn(maybe).run("go", timeout=5).output == "hello there"
