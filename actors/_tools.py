@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast, get_origin, get_type_hints, overload
@@ -143,11 +144,18 @@ class Tool:
             else:
                 fields[param.name] = (annotation, Field(default=default))
         try:
-            args_model = create_model(
-                f"{tool_name}_arguments",
-                __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-                **fields,
-            )
+            with warnings.catch_warnings():
+                # An argument may be called `json`, `schema` or `copy`: it shadows a method of
+                # pydantic's BaseModel on the internal arguments model, which nothing here
+                # calls. The warning would break test suites that turn warnings into errors.
+                warnings.filterwarnings(
+                    "ignore", message=r'Field name ".*" in ".*" shadows an attribute'
+                )
+                args_model = create_model(
+                    f"{tool_name}_arguments",
+                    __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+                    **fields,
+                )
             schema = args_model.model_json_schema()
         except Exception as exc:  # pydantic's schema errors have many types
             raise ToolDefinitionError(

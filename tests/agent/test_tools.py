@@ -209,3 +209,23 @@ def test_agent_turns_plain_functions_into_tools_and_refuses_duplicates() -> None
     assert isinstance(agent.tool_map["ping"], Tool)
     with pytest.raises(AgentDefinitionError, match="ping"):
         Agent("a", tools=[ping, tool(ping)])
+
+
+def test_arguments_named_like_basemodel_methods_raise_no_warning() -> None:
+    import warnings
+
+    from actors import tool as make_tool
+
+    def fetch(json: str, schema: int = 1) -> str:
+        """Fetch.
+
+        Args:
+            json: A JSON document.
+            schema: A schema version.
+        """
+        return json
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fetched = make_tool(fetch)
+    assert fetched.validate({"json": "{}"}) == {"json": "{}", "schema": 1}
