@@ -107,7 +107,11 @@ class Agent(Generic[OutputT]):
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise AgentDefinitionError(f"an agent needs a non-empty name, got {self.name!r}")
-        if not isinstance(self.max_iterations, int) or self.max_iterations < 1:
+        if (
+            not isinstance(self.max_iterations, int)
+            or isinstance(self.max_iterations, bool)
+            or self.max_iterations < 1
+        ):
             raise AgentDefinitionError(
                 f"agent {self.name!r}: max_iterations must be a positive int, "
                 f"got {self.max_iterations!r}"
