@@ -260,11 +260,34 @@ class EffectRunner:
     def call_approval(
         self, effect: AskApproval, handler: ApprovalHandler, deliver: Deliver
     ) -> None:
-        """Ask the host's approval handler on a tool thread; deliver `ApprovalDecided`."""
+        """Ask the host's approval handler on a tool thread; deliver `ApprovalDecided`.
+
+        Every wait has a bound: a handler still silent after the tool's timeout denies.
+        """
+        lock = threading.Lock()
+        delivered = False
+
+        def finish(answer: Answer) -> bool:
+            nonlocal delivered
+            with lock:
+                if delivered:
+                    return False
+                delivered = True
+            deliver(ApprovalDecided(effect.run_id, effect.call_id, answer))
+            return True
+
+        cancel_timer: Callable[[], None] | None = None
+        if effect.timeout is not None:
+            reason = f"the approval handler did not answer within {effect.timeout:g} s"
+
+            def expire() -> None:
+                finish(Answer(ok=False, reason=reason))
+
+            cancel_timer = self.call_later(effect.timeout, expire)
 
         def decide() -> None:
-            answer = decide_approval(handler, effect.request)
-            deliver(ApprovalDecided(effect.run_id, effect.call_id, answer))
+            if finish(decide_approval(handler, effect.request)) and cancel_timer is not None:
+                cancel_timer()
 
         self._pool.submit(decide)
 

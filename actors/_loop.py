@@ -567,7 +567,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             for slot in calls:
                 if slot.state == "parked" and slot.approval and slot.request is not None:
                     slot.state = "running"  # the handler decides; nothing surfaces to the host
-                    asks.append(AskApproval(run.run_id, slot.call.id, slot.request))
+                    tool = self._tools.get(slot.call.name)
+                    timeout = tool.timeout if tool and tool.timeout else self.spec.tool_timeout
+                    asks.append(AskApproval(run.run_id, slot.call.id, slot.request, timeout))
             if asks:
                 return asks
         if any(c.state == "parked" for c in calls):

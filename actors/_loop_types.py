@@ -181,6 +181,7 @@ class AskApproval:
     run_id: str
     call_id: str
     request: Request
+    timeout: float | None = None  # the tool's timeout: a handler silent past it denies
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,3 +119,32 @@ def test_the_sync_driver_uses_the_handler_too() -> None:
     result = SyncDriver(_agent("/a"), approval_handler=lambda request: True).run("go")
     assert result.completed
     assert RAN == ["/a"]
+
+
+def test_a_handler_silent_past_the_tool_timeout_denies() -> None:
+    release = threading.Event()
+
+    @tool(requires_approval=True, timeout=0.2)
+    def wipe(path: str) -> str:
+        """Wipe a disk.
+
+        Args:
+            path: The disk.
+        """
+        with LOCK:
+            RAN.append(path)
+        return "wiped"
+
+    def slow_handler(request: Request) -> bool:
+        release.wait(10)  # a person who never answers
+        return True
+
+    agent = Agent("ops", model=ScriptedModel([call("wipe", path="/dev/sda"), "ok"]), tools=[wipe])
+    try:
+        with Runtime() as runtime:
+            result = runtime.spawn(agent, approval_handler=slow_handler).run("go", timeout=10)
+    finally:
+        release.set()
+    assert RAN == []
+    (content,) = _tool_results(result.messages)
+    assert "did not answer within 0.2 s" in content
