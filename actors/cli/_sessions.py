@@ -259,11 +259,14 @@ def resume_session(args: argparse.Namespace) -> int:
         stored = _load(store, args.session_id)
         pending = open_requests(stored)
         if not pending:
-            raise CliError(
-                f"session {stored.session_id} has no open requests",
-                'continue it with \'actors run MODULE:AGENT "prompt" --session '
-                f"{stored.session_id}'",
+            kind = SessionKind.from_data(stored.data)
+            target = kind.target if kind is not None and kind.kind != "demo" else None
+            hint = (
+                f"continue it with 'actors run {target} \"prompt\" --session {stored.session_id}'"
+                if target
+                else f"see what it holds with 'actors sessions show {stored.session_id}'"
             )
+            raise CliError(f"session {stored.session_id} has no open requests", hint)
         if not answers:
             ids = ", ".join(rid for _, rid, _ in pending)
             raise CliError(

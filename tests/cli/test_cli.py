@@ -226,7 +226,7 @@ def test_demo_defer_leaves_the_approval_open_and_resume_answers_it(
     assert again.code == 1
     assert _error_lines(again) == [
         f"actors: error: session {session_id} has no open requests",
-        f"hint: continue it with 'actors run MODULE:AGENT \"prompt\" --session {session_id}'",
+        f"hint: see what it holds with 'actors sessions show {session_id}'",
     ]
 
 
