@@ -21,16 +21,6 @@ _log = get_logger("actors.agent")
 class ChildrenMixin(_LoopCore):
     """Spawning and continuing children, and booking their results (part of `AgentLoop`)."""
 
-    def running_children(self) -> list[str]:
-        """Ids of children working (or parked) for the current run."""
-        if self._run is None:
-            return []
-        return [
-            c.child_id
-            for c in self._run.calls.values()
-            if c.child_id and c.state in ("running", "parked")
-        ]
-
     def begin_delegation(self, agent: Agent[Any], task: str) -> tuple[str | None, str | None]:
         """Book a child started from inside a tool: returns ``(child_id, None)`` or a refusal."""
         if self._run is None:  # a tool that outlived its run (cancelled, ignoring its token)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from actors._node import AgentNode
     from actors._runtime import Runtime
 
-__all__ = ["AgentRef", "AgentStatus", "RunFuture", "TreeNode"]
+__all__ = ["AgentRef", "RunFuture", "TreeNode"]
 
 OutputT = TypeVar("OutputT", default=Any)
 
@@ -94,9 +94,6 @@ class TreeNode:
         for child in self.children:
             out.extend(child.walk())
         return out
-
-
-AgentStatus = str
 
 
 class AgentRef(Generic[OutputT]):

@@ -171,7 +171,7 @@ def restore_tree(
         for call, child_id in child_parks[agent_id]:
             loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
         node.keep = kept
-        runtime.start_restored(node, loop)
+        runtime.start_node(node, loop)
     return AgentRef(runtime, nodes[stored.root_agent_id])
 
 

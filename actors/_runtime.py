@@ -132,7 +132,7 @@ class Runtime:
             if self._closed:
                 return
             # Under the lock: an agent starting now (a child a busy parent spawns) is either in
-            # this list or refused by `start_restored`, never started after it.
+            # this list or refused by `start_node`, never started after it.
             self._closed = True
             refs = [n.ref for n in self._nodes.values() if n.ref is not None and n.ref.is_alive()]
         # Ask them all to stop, then wait: stopping one by one costs a round trip each.
@@ -163,7 +163,7 @@ class Runtime:
             self._nodes[node.agent_id] = node
             self._reserved.discard(node.agent_id)
 
-    def start_restored(self, node: AgentNode, loop: AgentLoop) -> None:
+    def start_node(self, node: AgentNode, loop: AgentLoop) -> None:
         """Start the actor of an agent around its loop (fresh, or rebuilt by a restore)."""
         node.status = loop.status
         with self._lock:
@@ -227,10 +227,7 @@ class Runtime:
         )
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses."""
-        return self._resolve_model(spec)
-
-    def _resolve_model(self, spec: Agent[Any]) -> Model:
+        """The model an agent of ``spec`` uses (a `TestModel` when the spec names none)."""
         model = spec.model
         if model is None:
             return TestModel()
@@ -313,13 +310,13 @@ class Runtime:
         loop = AgentLoop(
             node.spec,
             context,
-            model=self._resolve_model(node.spec),
+            model=self.resolve_model(node.spec),
             tool_context=node.tool_context,
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
         )
-        self.start_restored(node, loop)
+        self.start_node(node, loop)
 
     def node(self, agent_id: str) -> AgentNode:
         """The record of an agent of this runtime."""

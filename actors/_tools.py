@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast, get_origin, get_type_hints, overload
 
@@ -261,6 +261,3 @@ def tool(
     if function is not None:
         return wrap(function)
     return wrap
-
-
-ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
