@@ -1,11 +1,9 @@
 """actors: LLM agent systems in which every agent and subagent is an actor owning its context."""
 
-from actors._agent import Agent, Subagent, UsageLimits
-from actors._agent_context import AgentContext, TranscriptEntry
-from actors._cancel import CancellationToken
-from actors._events import Event
-from actors._loop import TreeLimits
-from actors._messages import (
+from actors.context._agent_context import AgentContext, TranscriptEntry
+from actors.context._cancel import CancellationToken
+from actors.context._events import Event
+from actors.context._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -13,7 +11,15 @@ from actors._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from actors._model import (
+from actors.context._result import RunResult
+from actors.context._run_context import Delegator, RunContext
+from actors.context._suspension import Answer, Pending, Request
+from actors.context._update import ContextUpdate, LoggedEvent
+from actors.context._usage import Usage
+from actors.loop._agent import Agent, Subagent, UsageLimits
+from actors.loop._loop import TreeLimits
+from actors.loop._tools import Tool, ToolResult, tool
+from actors.models._model import (
     InlineModel,
     Model,
     ModelRequest,
@@ -22,15 +28,9 @@ from actors._model import (
     StreamDelta,
     ToolDefinition,
 )
-from actors._ref import AgentRef, RunFuture, TreeNode
-from actors._result import RunResult
-from actors._run_context import Delegator, RunContext
-from actors._run_sync import run_sync
-from actors._runtime import Runtime
-from actors._suspension import Answer, Pending, Request
-from actors._tools import Tool, ToolResult, tool
-from actors._update import ContextUpdate, LoggedEvent
-from actors._usage import Usage
+from actors.runtime._ref import AgentRef, RunFuture, TreeNode
+from actors.runtime._run_sync import run_sync
+from actors.runtime._runtime import Runtime
 
 __all__ = [
     "Agent",

@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from actors._messages import Message
-    from actors._usage import Usage
+    from actors.context._messages import Message
+    from actors.context._usage import Usage
 
 __all__ = [
     "ActorsError",

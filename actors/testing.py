@@ -9,10 +9,10 @@
 - `allow_model_requests`: switch real (network) model requests off for a test suite.
 """
 
-from actors._model import allow_model_requests, model_requests_allowed
-from actors._sync_driver import SyncDriver
-from actors._test_models import FunctionModel, Reply, ScriptedModel, TestModel, call
-from actors._testing_clock import FakeClock
+from actors.context._fake_clock import FakeClock
+from actors.models._model import allow_model_requests, model_requests_allowed
+from actors.models._test_models import FunctionModel, Reply, ScriptedModel, TestModel, call
+from actors.runtime._sync_driver import SyncDriver
 
 __all__ = [
     "FakeClock",

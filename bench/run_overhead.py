@@ -35,7 +35,7 @@ if not __package__:  # run as a script: make `bench` importable
 import pykka
 
 from actors import Agent, Runtime, ToolCall
-from actors._actor import Query
+from actors.runtime._actor import Query
 from actors.testing import ScriptedModel
 from bench._common import finish, fmt_time, median, parser
 
@@ -110,7 +110,7 @@ def state_machine(n: int) -> dict[str, float]:
     `SyncDriver` drives the `AgentLoop` inline; its model calls are stepped by hand here (the
     scripted model never awaits), instead of one `asyncio.run` per call.
     """
-    from actors._loop_types import CallModel, ModelReplied
+    from actors.loop._types import CallModel, ModelReplied
     from actors.testing import SyncDriver
 
     class Inline(SyncDriver):

@@ -1,6 +1,6 @@
 """Model providers over HTTP: OpenAI Chat Completions (and compatible servers), Anthropic.
 
-Every model here speaks the `actors._model.Model` protocol: ``await model.request(request)``
+Every model here speaks the `actors.models._model.Model` protocol: ``await model.request(request)``
 returns one complete `ModelResponse`, streaming pieces to ``request.on_delta`` on the way.
 Requests go through one `httpx.AsyncClient` per model (async, because the runtime sends all
 model requests from one asyncio loop thread), retried by a `RetryPolicy` on rate limits,
@@ -12,13 +12,22 @@ Example:
     >>> from actors.models import infer_model
     >>> infer_model("anthropic:claude-sonnet-4-5").name
     'anthropic:claude-sonnet-4-5'
+
+The `Model` protocol itself (`actors.models._model`) and the test models live here too; the
+providers are imported on first use, so ``import actors`` never pays for httpx.
 """
 
-from actors.models._anthropic import AnthropicModel
-from actors.models._arguments import INVALID_ARGUMENTS_KEY
-from actors.models._infer import KNOWN_PROVIDERS, infer_model
-from actors.models._openai import OpenAIChatModel
-from actors.models._retry import RetryPolicy
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors.models._anthropic import AnthropicModel
+    from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._infer import KNOWN_PROVIDERS, infer_model
+    from actors.models._openai import OpenAIChatModel
+    from actors.models._retry import RetryPolicy
 
 __all__ = [
     "AnthropicModel",
@@ -28,3 +37,26 @@ __all__ = [
     "OpenAIChatModel",
     "RetryPolicy",
 ]
+
+_HOMES = {
+    "AnthropicModel": "_anthropic",
+    "INVALID_ARGUMENTS_KEY": "_arguments",
+    "KNOWN_PROVIDERS": "_infer",
+    "infer_model": "_infer",
+    "OpenAIChatModel": "_openai",
+    "RetryPolicy": "_retry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The providers import httpx; the Model protocol beside them must not.
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'actors.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"actors.models.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

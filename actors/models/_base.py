@@ -13,13 +13,6 @@ from typing import Any, ClassVar, Self
 import httpx
 
 from actors._logging import get_logger
-from actors._model import (
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    StreamDelta,
-    check_model_requests_allowed,
-)
 from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse, UserError
 from actors.models._auth import ApiKey, KeyResolver
 from actors.models._errors import (
@@ -29,6 +22,13 @@ from actors.models._errors import (
     scrub,
     status_error,
     transport_error,
+)
+from actors.models._model import (
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamDelta,
+    check_model_requests_allowed,
 )
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
 from actors.models._sse import ServerSentEvent, iter_sse

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 
-from actors._model import Model
 from actors.exceptions import UserError
 from actors.models._anthropic import AnthropicModel
 from actors.models._auth import ApiKeySource
+from actors.models._model import Model
 from actors.models._openai import OpenAIChatModel
 
 __all__ = ["KNOWN_PROVIDERS", "infer_model"]

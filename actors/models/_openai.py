@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from actors._messages import (
+from actors.context._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -22,13 +22,19 @@ from actors._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from actors._model import ModelRequest, ModelResponse, ModelSettings, StreamDelta, ToolDefinition
-from actors._usage import Usage
+from actors.context._usage import Usage
 from actors.exceptions import ModelHTTPError, UnexpectedModelResponse, UserError
 from actors.models._arguments import INVALID_ARGUMENTS_KEY, parse_arguments
 from actors.models._auth import ApiKey, ApiKeySource, HeaderAuth, KeyResolver
 from actors.models._base import HTTPModel, StreamAssembler
 from actors.models._errors import excerpt
+from actors.models._model import (
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamDelta,
+    ToolDefinition,
+)
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
 

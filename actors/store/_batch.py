@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from actors._events import Event
-from actors._serialization import FORMAT_VERSION
+from actors.context._events import Event
+from actors.context._serialization import FORMAT_VERSION
 from actors.exceptions import StoreError, UserError
 from actors.store._records import AgentRecord
 

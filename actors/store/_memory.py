@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from actors._events import Clock, Event, system_clock
+from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import SessionNotFoundError, StoreError
 from actors.store._batch import (
     EncodedEvent,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from actors._events import Event
+from actors.context._events import Event
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
 __all__ = ["SessionStore"]

@@ -14,7 +14,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from actors._events import Clock, Event, system_clock
+from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
 from actors.store._batch import (
     check_id,

@@ -25,17 +25,17 @@ from typing import Any
 
 import pytest
 
-from actors._agent_context import AgentContext
-from actors._events import Event
-from actors._messages import (
+from actors.context._agent_context import AgentContext
+from actors.context._events import Event
+from actors.context._messages import (
     AssistantMessage,
     SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from actors._update import ContextUpdate
-from actors._usage import Usage
+from actors.context._update import ContextUpdate
+from actors.context._usage import Usage
 from actors.exceptions import SessionNotFoundError, StoreError, UserError
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from actors import Runtime
-from actors._loop_types import CallTool, Input, ToolFinished
+from actors.loop._types import CallTool, Input, ToolFinished
 from actors.testing import FakeClock
 
 

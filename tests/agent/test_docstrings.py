@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors._docstrings import parse_docstring
+from actors.loop._docstrings import parse_docstring
 
 
 def test_empty_docstrings() -> None:

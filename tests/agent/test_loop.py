@@ -20,17 +20,6 @@ from actors import (
     UserMessage,
     tool,
 )
-from actors._loop import AgentLoop
-from actors._loop_types import (
-    CallModel,
-    CallTool,
-    Finish,
-    ModelReplied,
-    StartRun,
-    ToolFinished,
-    ToolOutcome,
-)
-from actors._model import ModelResponse
 from actors.exceptions import (
     LimitExceededError,
     MaxIterationsExceeded,
@@ -39,7 +28,18 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
+from actors.loop._loop import AgentLoop
+from actors.loop._types import (
+    CallModel,
+    CallTool,
+    Finish,
+    ModelReplied,
+    StartRun,
+    ToolFinished,
+    ToolOutcome,
+)
 from actors.models import INVALID_ARGUMENTS_KEY
+from actors.models._model import ModelResponse
 from actors.testing import FakeClock, ScriptedModel, call
 
 from .helpers import BOUND, plain, tool_results, types
@@ -180,7 +180,7 @@ def test_arguments_that_were_not_json_are_shown_back_to_the_model(rt: Runtime) -
 
 
 def test_the_loop_knows_the_providers_marker_for_unreadable_arguments() -> None:
-    from actors import _loop
+    from actors.loop import _loop
 
     assert _loop.INVALID_ARGUMENTS_KEY == INVALID_ARGUMENTS_KEY
 

@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 from actors import Agent, ContextUpdate, Pending, Request, Runtime, ToolResult, tool
-from actors._loop_types import ToolOutcome
-from actors._outcome import LEGACY_UPDATE_KEY, outcome_of_error, outcome_of_return, render
 from actors.exceptions import Cancelled
+from actors.loop._outcome import LEGACY_UPDATE_KEY, outcome_of_error, outcome_of_return, render
+from actors.loop._types import ToolOutcome
 from actors.testing import ScriptedModel, SyncDriver, call
 
 from .helpers import tool_results

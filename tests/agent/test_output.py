@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from actors import Agent, UserMessage, tool
-from actors._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.exceptions import OutputValidationError
+from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.testing import ScriptedModel, SyncDriver, TestModel, call
 
 from .helpers import tool_results

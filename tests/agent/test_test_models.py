@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from actors import Agent, AssistantMessage, Message, Runtime, ToolResultMessage, tool
-from actors._model import ModelResponse, ToolDefinition
 from actors.exceptions import ModelRequestsDisabled, RunFailedError
 from actors.models import OpenAIChatModel
+from actors.models._model import ModelResponse, ToolDefinition
 from actors.testing import (
     FunctionModel,
     ScriptedModel,

@@ -21,7 +21,7 @@ from actors import (
     Usage,
     UserMessage,
 )
-from actors._agent_context import INTERRUPTED_NOT_STARTED
+from actors.context._agent_context import INTERRUPTED_NOT_STARTED
 from actors.exceptions import InvalidUpdateError, UserError
 
 from .helpers import (

@@ -10,7 +10,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-import actors._update
+import actors.context._update
 from actors import AgentContext, ContextUpdate, ToolCall
 from actors.exceptions import InvalidUpdateError, UserError
 
@@ -274,7 +274,7 @@ def test_fold_on_a_frozen_snapshot_gives_the_same_result_as_on_the_metadata() ->
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(actors._update)
+    result = doctest.testmod(actors.context._update)
     assert result.attempted > 0
     assert result.failed == 0
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-import actors._usage
+import actors.context._usage
 from actors import Usage
 
 usages = st.builds(
@@ -66,6 +66,6 @@ def test_addition_is_associative_and_commutative(a: Usage, b: Usage, c: Usage) -
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(actors._usage, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(actors.context._usage, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from actors._model import allow_model_requests
+from actors.models._model import allow_model_requests
 
 # How long a scripted server thread may wait for a test's signal before giving up, so a
 # failing test can never leave a thread behind.

@@ -17,15 +17,14 @@ from typing import Any
 import httpx
 import pytest
 
-from actors._messages import (
+from actors.context._messages import (
     AssistantMessage,
     SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from actors._model import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
-from actors._usage import Usage
+from actors.context._usage import Usage
 from actors.exceptions import (
     ModelAuthenticationError,
     ModelHTTPError,
@@ -33,6 +32,7 @@ from actors.exceptions import (
     UserError,
 )
 from actors.models import INVALID_ARGUMENTS_KEY, AnthropicModel, RetryPolicy
+from actors.models._model import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
 
 FAST = RetryPolicy(max_attempts=3, initial=0.001, max_delay=0.002, jitter=0)
 WEATHER = ToolDefinition(

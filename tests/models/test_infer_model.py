@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from types import ModuleType
 
 import httpx
 import pytest
 
 import actors.models
-from actors._messages import UserMessage
-from actors._model import Model, ModelRequest
+from actors.context._messages import UserMessage
 from actors.exceptions import ModelAuthenticationError, UserError
 from actors.models import (
     KNOWN_PROVIDERS,
@@ -19,6 +17,7 @@ from actors.models import (
     OpenAIChatModel,
     infer_model,
 )
+from actors.models._model import Model, ModelRequest
 
 
 @pytest.fixture(autouse=True)
@@ -36,12 +35,11 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_all_is_sorted_and_complete() -> None:
     names = actors.models.__all__
     assert names == sorted(names, key=str.lower)
-    public = {
-        name
-        for name, value in vars(actors.models).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
-    }
-    assert public == set(names)
+    for name in names:  # the providers load on first use
+        assert getattr(actors.models, name) is not None
+    namespace: dict[str, object] = {}
+    exec("from actors.models import *", namespace)
+    assert {n for n in namespace if not n.startswith("__")} == set(names)
 
 
 def test_openai() -> None:

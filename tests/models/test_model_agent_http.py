@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from actors import Agent, Runtime, tool
-from actors._model import StreamDelta
 from actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy
+from actors.models._model import StreamDelta
 
 FAST = RetryPolicy(max_attempts=3, initial=0.001, max_delay=0.005, jitter=0)
 
@@ -133,7 +133,6 @@ def anthropic_final(wire: Any) -> Any:
             "usage": {"input_tokens": 70, "output_tokens": 5},
         },
     )
-
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

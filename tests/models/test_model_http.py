@@ -17,10 +17,9 @@ import httpx
 import pytest
 import structlog
 
-from actors._cancel import CancellationToken
-from actors._messages import AssistantMessage, ToolCall, UserMessage
-from actors._model import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
-from actors._usage import Usage
+from actors.context._cancel import CancellationToken
+from actors.context._messages import AssistantMessage, ToolCall, UserMessage
+from actors.context._usage import Usage
 from actors.exceptions import (
     Cancelled,
     ModelAuthenticationError,
@@ -30,6 +29,7 @@ from actors.exceptions import (
     UnexpectedModelResponse,
 )
 from actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy, infer_model
+from actors.models._model import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
 
 FAST = RetryPolicy(max_attempts=3, initial=0.001, max_delay=0.005, jitter=0)
 WEATHER = ToolDefinition("get_weather", "Weather of a city.", {"type": "object"})

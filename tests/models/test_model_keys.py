@@ -17,10 +17,10 @@ import httpx
 import pytest
 import structlog
 
-from actors._messages import UserMessage
-from actors._model import ModelRequest
+from actors.context._messages import UserMessage
 from actors.exceptions import ModelError
 from actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy
+from actors.models._model import ModelRequest
 
 KEY = "sk-leak-CANARY-7f3a9c2e"
 FAST = RetryPolicy(max_attempts=2, initial=0.001, max_delay=0.002, jitter=0)

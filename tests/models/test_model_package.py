@@ -20,11 +20,11 @@ MODULES = sorted(
 # Models sit above the context core: they may use it, the model protocol and the exceptions,
 # never the agent loop, the runtime or the store.
 ALLOWED = {
-    "actors._cancel",
+    "actors.context._cancel",
     "actors._logging",
-    "actors._messages",
-    "actors._model",
-    "actors._usage",
+    "actors.context._messages",
+    "actors.models._model",
+    "actors.context._usage",
     "actors.exceptions",
 }
 

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from actors import Agent, Answer, Message, RunContext, Runtime, ToolCall, ToolDefinition, tool
-from actors._messages import AssistantMessage, ToolResultMessage, UserMessage
+from actors.context._messages import AssistantMessage, ToolResultMessage, UserMessage
 from actors.store import SQLiteStore
 from actors.testing import FunctionModel
 

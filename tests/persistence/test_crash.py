@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from actors import AgentContext, Runtime
-from actors._recovery import OUTCOME_UNKNOWN
+from actors.loop._recovery import OUTCOME_UNKNOWN
 from actors.store import SQLiteStore
 
 HERE = Path(__file__).parent

@@ -18,8 +18,8 @@ from actors import (
     Subagent,
     tool,
 )
-from actors._recovery import OUTCOME_UNKNOWN
 from actors.exceptions import AgentDefinitionError, SessionNotFoundError
+from actors.loop._recovery import OUTCOME_UNKNOWN
 from actors.store import MemoryStore, SessionStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 

@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors import Agent, Answer, ContextUpdate, Runtime, Subagent, ToolResultMessage, tool
-from actors._subagent_calls import subagent_definition
 from actors.cli._session import render_output
 from actors.exceptions import AgentDefinitionError, UserError
+from actors.loop._subagent_calls import subagent_definition
 from actors.store import MemoryStore
 from actors.testing import ScriptedModel, TestModel, call
 

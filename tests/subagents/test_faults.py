@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from actors import Agent, Runtime, Subagent, UserMessage, tool
-from actors._model import ModelResponse
+from actors.models._model import ModelResponse
 from actors.testing import FunctionModel, ScriptedModel, call
 
 from .helpers import BOUND, events_of, tool_results, wait_stopped

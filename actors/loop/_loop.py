@@ -18,13 +18,35 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from actors._agent import Agent
-from actors._agent_context import AgentContext
-from actors._cancel import CancellationToken
-from actors._json import json_copy
 from actors._logging import get_logger
-from actors._loop_children import ChildrenMixin
-from actors._loop_state import (
+from actors.context._agent_context import AgentContext
+from actors.context._cancel import CancellationToken
+from actors.context._json import json_copy
+from actors.context._messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from actors.context._result import RunResult
+from actors.context._suspension import Answer, Request
+from actors.context._usage import Usage, usage_of
+from actors.exceptions import (
+    ActorsError,
+    InvalidUpdateError,
+    MaxIterationsExceeded,
+    OutputValidationError,
+    RunError,
+    RunFailedError,
+    ToolRetriesExceeded,
+    UsageLimitExceeded,
+    UserError,
+)
+from actors.loop._agent import Agent
+from actors.loop._children import ChildrenMixin
+from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._state import (
     INTERRUPTED,
     INVALID_ARGUMENTS_KEY,
     NOT_EXECUTED,
@@ -33,8 +55,10 @@ from actors._loop_state import (
     _Call,
     _Run,
 )
-from actors._loop_suspension import SuspensionMixin
-from actors._loop_types import (
+from actors.loop._subagent_calls import subagent_definition, validate_task
+from actors.loop._suspension import SuspensionMixin
+from actors.loop._tools import Tool, describe_validation_error
+from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
     CallModel,
@@ -52,31 +76,7 @@ from actors._loop_types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors._messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from actors._model import Model, ModelRequest
-from actors._output import FINAL_RESULT_TOOL, OutputSchema
-from actors._result import RunResult
-from actors._subagent_calls import subagent_definition, validate_task
-from actors._suspension import Answer, Request
-from actors._tools import Tool, describe_validation_error
-from actors._usage import Usage, usage_of
-from actors.exceptions import (
-    ActorsError,
-    InvalidUpdateError,
-    MaxIterationsExceeded,
-    OutputValidationError,
-    RunError,
-    RunFailedError,
-    ToolRetriesExceeded,
-    UsageLimitExceeded,
-    UserError,
-)
+from actors.models._model import Model, ModelRequest
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 

@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from actors._agent import Agent
-from actors._events import Event
 from actors._logging import get_logger
-from actors._loop import AgentLoop
-from actors._loop_types import (
+from actors.context._events import Event
+from actors.context._result import RunResult
+from actors.context._usage import Usage
+from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
+from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop
+from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
     CallModel,
@@ -36,17 +39,14 @@ from actors._loop_types import (
     Steer,
     ToolFinished,
 )
-from actors._model import StreamDelta
-from actors._result import RunResult
-from actors._usage import Usage
-from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
+from actors.models._model import StreamDelta
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox  # pykka's protocol of an inbox (typing only)
     from pykka._envelope import Envelope
 
-    from actors._node import AgentNode
-    from actors._runtime import Runtime
+    from actors.runtime._node import AgentNode
+    from actors.runtime._runtime import Runtime
 
 __all__ = [
     "AgentActor",
@@ -358,7 +358,7 @@ class AgentActor(pykka.ThreadingActor):
         if isinstance(effect, CallModel):
             self._deliver(ModelReplied(effect.run_id, effect.step, error=exc))
         elif isinstance(effect, CallTool):
-            from actors._outcome import outcome_of_error
+            from actors.loop._outcome import outcome_of_error
 
             self._deliver(ToolFinished(effect.run_id, effect.call.id, outcome_of_error(exc)))
         elif isinstance(effect, RunChild | ResumeChild):

@@ -14,7 +14,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from actors._logging import get_logger
-from actors._loop_types import (
+from actors.context._run_context import Delegator, RunContext
+from actors.context._suspension import Answer, Request
+from actors.exceptions import Cancelled
+from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
     CallModel,
@@ -24,10 +28,6 @@ from actors._loop_types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors._outcome import outcome_of_error, outcome_of_return
-from actors._run_context import Delegator, RunContext
-from actors._suspension import Answer, Request
-from actors.exceptions import Cancelled
 
 __all__ = ["ApprovalHandler", "EffectRunner", "decide_approval"]
 

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from actors._events import Clock, Event, is_known_type
-from actors._json import json_copy
 from actors._logging import get_logger
-from actors._messages import Message, message_adapter
-from actors._update import ContextUpdate
-from actors._usage import Usage
+from actors.context._events import Clock, Event, is_known_type
+from actors.context._json import json_copy
+from actors.context._messages import Message, message_adapter
+from actors.context._update import ContextUpdate
+from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, SerializationError, UserError
-
-if TYPE_CHECKING:
-    from actors._agent_context import AgentContext
 
 __all__ = ["FORMAT_VERSION", "deserialize_context", "serialize_context"]
 
@@ -25,8 +22,41 @@ FORMAT_VERSION = 2
 
 _log = get_logger("actors.serialization")
 
+C = TypeVar("C")
 
-def serialize_context(ctx: AgentContext) -> dict[str, Any]:
+
+class Serializable(Protocol):
+    """What serialization reads of a context (`AgentContext` has it all)."""
+
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def iteration(self) -> int: ...
+    @property
+    def needs_response(self) -> bool: ...
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def events(self) -> Sequence[Event]: ...
+    @property
+    def messages(self) -> Sequence[Message]: ...
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def suspended(self) -> Mapping[str, Any]: ...
+
+
+def serialize_context(ctx: Serializable) -> dict[str, Any]:
     """Return the version-2 form of ``ctx``: plain JSON, no ``tool_context``, no runtime state."""
     return {
         "version": FORMAT_VERSION,
@@ -48,8 +78,19 @@ def serialize_context(ctx: AgentContext) -> dict[str, Any]:
     }
 
 
-def deserialize_context(blob: Mapping[str, Any], *, clock: Clock) -> AgentContext:
-    """Rebuild a context from a version 1 or 2 blob; see `AgentContext.deserialize`."""
+def deserialize_context(
+    blob: Mapping[str, Any],
+    *,
+    clock: Clock,
+    from_events: Callable[..., C],
+    from_messages: Callable[..., C],
+) -> C:
+    """Rebuild a context from a version 1 or 2 blob; see `AgentContext.deserialize`.
+
+    The context is built by ``from_events`` (a version-2 log to fold) or ``from_messages``
+    (version 1's messages, metadata and usage to seed a new log): `AgentContext`'s
+    constructors, handed in so this module needs nothing of the class itself.
+    """
     if not isinstance(blob, Mapping):
         raise SerializationError(
             f"a serialized context is a mapping, got {type(blob).__name__}; "
@@ -64,12 +105,12 @@ def deserialize_context(blob: Mapping[str, Any], *, clock: Clock) -> AgentContex
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return _read_v2(blob, clock)
+            return _read_v2(blob, clock, from_events)
         finally:
             if collecting:
                 gc.enable()
     if type(version) is int and version == 1:
-        return _read_v1(blob, clock)
+        return _read_v1(blob, clock, from_messages)
     raise SerializationError(
         f"unknown serialization version {version!r}: this library reads versions 1 and 2; "
         "a newer library wrote this blob, or it is not a serialized context"
@@ -99,9 +140,7 @@ def _common(blob: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
-    from actors._agent_context import AgentContext
-
+def _read_v2(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> C:
     common = _common(blob)
     raw_events = blob.get("events")
     if not isinstance(raw_events, list):
@@ -129,7 +168,7 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
             event = event.model_copy(update={"seq": len(events)})
         events.append(event)
     try:
-        return AgentContext.from_events(events, clock=clock, parsed_payloads=parsed, **common)
+        return build(events, clock=clock, parsed_payloads=parsed, **common)
     except UserError as exc:  # a payload that validated alone but cannot be folded in order
         raise SerializationError(f"the events cannot be replayed: {exc}") from None
 
@@ -165,9 +204,7 @@ def _check_payload(event: Event, index: int) -> tuple[Message | None, ContextUpd
     return None, None
 
 
-def _read_v1(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
-    from actors._agent_context import AgentContext
-
+def _read_v1(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> C:
     common = _common(blob)
     raw_messages = blob.get("messages")
     if not isinstance(raw_messages, list):
@@ -181,12 +218,7 @@ def _read_v1(blob: Mapping[str, Any], clock: Clock) -> AgentContext:
         usage = Usage(**(_field(blob, "usage", Mapping, {}) or {}))
     except ValidationError as exc:
         raise SerializationError(f"field 'usage' is malformed: {_first_error(exc)}") from None
-    # Version 1 kept no timestamps: every seeded event is stamped with the restore time.
-    ctx = AgentContext(metadata=metadata, clock=clock, **common)
-    ctx.add_messages(messages, source=None)
-    if usage != Usage():
-        ctx.add_usage(usage.model_copy(update={"tool_calls": usage.tool_calls}))
-    return ctx
+    return build(messages, metadata=metadata, usage=usage, clock=clock, **common)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -4,10 +4,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from actors._events import SURFACE_TYPES, is_custom_type
-from actors._frozen import thaw
-from actors._json import JsonError, json_copy
 from actors._logging import get_logger
+from actors.context._events import SURFACE_TYPES, is_custom_type
+from actors.context._frozen import thaw
+from actors.context._json import JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation"]

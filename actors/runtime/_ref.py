@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING, Any, Generic, cast
 import pykka
 from typing_extensions import TypeVar
 
-from actors._actor import HostReply, Query
-from actors._agent_context import AgentContext
-from actors._events import Event
-from actors._loop_types import CancelRun, ResumeRun, StartRun, Steer
-from actors._messages import Message, UserMessage
-from actors._model import StreamDelta
-from actors._result import RunResult
-from actors._suspension import Answer
-from actors._usage import Usage
+from actors.context._agent_context import AgentContext
+from actors.context._events import Event
+from actors.context._messages import Message, UserMessage
+from actors.context._result import RunResult
+from actors.context._suspension import Answer
+from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
+from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
+from actors.models._model import StreamDelta
+from actors.runtime._actor import HostReply, Query
 
 if TYPE_CHECKING:
-    from actors._node import AgentNode
-    from actors._runtime import Runtime
+    from actors.runtime._node import AgentNode
+    from actors.runtime._runtime import Runtime
 
 __all__ = ["AgentRef", "RunFuture", "TreeNode"]
 

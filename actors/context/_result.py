@@ -6,10 +6,10 @@ from typing import Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
-from actors._events import Event
-from actors._messages import Message
-from actors._suspension import Request
-from actors._usage import Usage
+from actors.context._events import Event
+from actors.context._messages import Message
+from actors.context._suspension import Request
+from actors.context._usage import Usage
 
 __all__ = ["RunResult", "RunStatus"]
 

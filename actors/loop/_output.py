@@ -7,11 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from actors._model import ToolDefinition
+from actors.models._model import FINAL_RESULT_TOOL, ToolDefinition
 
 __all__ = ["FINAL_RESULT_TOOL", "OutputSchema"]
-
-FINAL_RESULT_TOOL = "final_result"
 
 
 class OutputSchema:

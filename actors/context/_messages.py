@@ -4,7 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from actors._json import JsonError, json_copy
+from actors.context._json import JsonError, json_copy
 
 __all__ = [
     "AssistantMessage",

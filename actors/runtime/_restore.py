@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from actors._agent import Agent
-from actors._agent_context import AgentContext
-from actors._effects import ApprovalHandler
-from actors._loop import AgentLoop
-from actors._messages import ToolCall, ToolResultMessage
-from actors._recovery import open_turn, recover
-from actors._suspension import Request
+from actors.context._agent_context import AgentContext
+from actors.context._messages import ToolCall, ToolResultMessage
+from actors.context._suspension import Request
 from actors.exceptions import AgentDefinitionError, UserError
+from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop
+from actors.loop._recovery import open_turn, recover
+from actors.runtime._effects import ApprovalHandler
 from actors.store._protocol import SessionStore
 
 if TYPE_CHECKING:
-    from actors._node import AgentNode
-    from actors._ref import AgentRef
-    from actors._runtime import Runtime
+    from actors.runtime._node import AgentNode
+    from actors.runtime._ref import AgentRef
+    from actors.runtime._runtime import Runtime
 
 __all__ = ["restore_tree"]
 
@@ -49,8 +49,8 @@ def restore_tree(
     approval_handler: ApprovalHandler | None = None,
 ) -> AgentRef:
     """See `Runtime.restore`."""
-    from actors._node import AgentNode
-    from actors._ref import AgentRef
+    from actors.runtime._node import AgentNode
+    from actors.runtime._ref import AgentRef
 
     stored = store.load(session_id)
     specs = _spec_index(agents)

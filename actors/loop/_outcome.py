@@ -8,11 +8,11 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel
 
-from actors._loop_types import ToolOutcome
-from actors._suspension import Pending
-from actors._tools import ToolResult
-from actors._update import ContextUpdate
+from actors.context._suspension import Pending
+from actors.context._update import ContextUpdate
 from actors.exceptions import Cancelled, InvalidUpdateError
+from actors.loop._tools import ToolResult
+from actors.loop._types import ToolOutcome
 
 __all__ = ["LEGACY_UPDATE_KEY", "outcome_of_error", "outcome_of_return", "render"]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from actors._agent import Agent
-from actors._result import RunResult
-from actors._runtime import Runtime
+from actors.context._result import RunResult
+from actors.loop._agent import Agent
+from actors.runtime._runtime import Runtime
 
 __all__ = ["run_sync"]
 

@@ -9,10 +9,10 @@ from typing import Any, cast, get_origin, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from actors._docstrings import parse_docstring
-from actors._model import ToolDefinition
-from actors._run_context import RunContext
+from actors.context._run_context import RunContext
 from actors.exceptions import ToolDefinitionError
+from actors.loop._docstrings import parse_docstring
+from actors.models._model import ToolDefinition
 
 __all__ = ["Tool", "ToolResult", "tool"]
 

@@ -9,9 +9,9 @@ from typing import Any, Generic, Protocol
 
 from typing_extensions import TypeVar
 
-from actors._cancel import CancellationToken
-from actors._suspension import Answer
-from actors._usage import Usage
+from actors.context._cancel import CancellationToken
+from actors.context._suspension import Answer
+from actors.context._usage import Usage
 from actors.exceptions import UserError
 
 __all__ = ["Delegator", "RunContext", "ToolContextT"]

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from actors._agent import Agent
-from actors._events import Event
 from actors._logging import get_logger
-from actors._model import StreamDelta
+from actors.context._events import Event
+from actors.loop._agent import Agent
+from actors.models._model import StreamDelta
 
 if TYPE_CHECKING:
-    from actors._effects import ApprovalHandler
+    from actors.runtime._effects import ApprovalHandler
     from actors.store._protocol import SessionStore
 
 __all__ = ["AgentNode"]

@@ -8,8 +8,8 @@ Running it twice adds nothing.
 
 from __future__ import annotations
 
-from actors._agent_context import INTERRUPTED_NOT_STARTED, AgentContext
-from actors._messages import ToolCall, UserMessage
+from actors.context._agent_context import INTERRUPTED_NOT_STARTED, AgentContext
+from actors.context._messages import ToolCall, UserMessage
 
 __all__ = ["OUTCOME_UNKNOWN", "open_turn", "recover"]
 

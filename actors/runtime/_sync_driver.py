@@ -15,13 +15,18 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from actors._agent import Agent
-from actors._agent_context import AgentContext
-from actors._effects import ApprovalHandler, decide_approval
-from actors._events import Clock, system_clock
-from actors._frozen import thaw
-from actors._loop import AgentLoop, TreeLimits
-from actors._loop_types import (
+from actors.context._agent_context import AgentContext
+from actors.context._events import Clock, system_clock
+from actors.context._frozen import thaw
+from actors.context._messages import UserMessage
+from actors.context._result import RunResult
+from actors.context._suspension import Answer
+from actors.context._usage import Usage
+from actors.exceptions import ActorsError, RunFailedError, UserError
+from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
     CallModel,
@@ -40,13 +45,8 @@ from actors._loop_types import (
     Steer,
     ToolFinished,
 )
-from actors._messages import UserMessage
-from actors._outcome import outcome_of_error, outcome_of_return
-from actors._result import RunResult
-from actors._suspension import Answer
-from actors._test_models import TestModel
-from actors._usage import Usage
-from actors.exceptions import ActorsError, RunFailedError, UserError
+from actors.models._test_models import TestModel
+from actors.runtime._effects import ApprovalHandler, decide_approval
 
 __all__ = ["SyncDriver"]
 

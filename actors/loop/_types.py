@@ -9,16 +9,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors._agent import Subagent
-from actors._messages import ToolCall, UserMessage
-from actors._model import ModelRequest, ModelResponse
-from actors._result import RunResult
-from actors._run_context import RunContext
-from actors._suspension import Answer, Request
-from actors._tools import Tool
-from actors._update import ContextUpdate
-from actors._usage import Usage
+from actors.context._messages import ToolCall, UserMessage
+from actors.context._result import RunResult
+from actors.context._run_context import RunContext
+from actors.context._suspension import Answer, Request
+from actors.context._update import ContextUpdate
+from actors.context._usage import Usage
 from actors.exceptions import ActorsError
+from actors.loop._agent import Subagent
+from actors.loop._tools import Tool
+from actors.models._model import ModelRequest, ModelResponse
 
 __all__ = [
     "ApprovalDecided",

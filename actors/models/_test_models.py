@@ -8,10 +8,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
-from actors._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
-from actors._model import ModelRequest, ModelResponse, ToolDefinition
-from actors._output import FINAL_RESULT_TOOL
-from actors._usage import Usage
+from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from actors.context._usage import Usage
+from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse, ToolDefinition
 
 __all__ = ["FunctionModel", "Reply", "ScriptedModel", "TestModel", "call"]
 

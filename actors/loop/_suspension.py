@@ -7,16 +7,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from actors._cancel import CancellationToken
-from actors._json import JsonError, json_copy
 from actors._logging import get_logger
-from actors._loop_state import _Call, _LoopCore, _Run
-from actors._loop_types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
-from actors._messages import ToolCall, UserMessage
-from actors._suspension import Answer, Request
-from actors._tools import describe_validation_error
-from actors._usage import Usage
+from actors.context._cancel import CancellationToken
+from actors.context._json import JsonError, json_copy
+from actors.context._messages import ToolCall, UserMessage
+from actors.context._suspension import Answer, Request
+from actors.context._usage import Usage
 from actors.exceptions import UnknownRequestError
+from actors.loop._state import _Call, _LoopCore, _Run
+from actors.loop._tools import describe_validation_error
+from actors.loop._types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
 
 __all__ = ["SuspensionMixin"]
 

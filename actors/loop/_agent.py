@@ -7,10 +7,10 @@ from typing import Any, Generic, cast
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
-from actors._model import Model, ModelSettings
-from actors._output import FINAL_RESULT_TOOL, OutputSchema
-from actors._tools import Tool
 from actors.exceptions import AgentDefinitionError
+from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._tools import Tool
+from actors.models._model import Model, ModelSettings
 
 __all__ = ["Agent", "Subagent", "UsageLimits"]
 

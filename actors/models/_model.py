@@ -1,3 +1,5 @@
+"""The `Model` protocol: what an agent sends a model, what it gets back, and test switches."""
+
 from __future__ import annotations
 
 import os
@@ -6,12 +8,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from actors._cancel import CancellationToken
-from actors._messages import AssistantMessage, Message
-from actors._usage import Usage
+from actors.context._cancel import CancellationToken
+from actors.context._messages import AssistantMessage, Message
+from actors.context._usage import Usage
 from actors.exceptions import ModelRequestsDisabled
 
 __all__ = [
+    "FINAL_RESULT_TOOL",
     "InlineModel",
     "Model",
     "ModelRequest",
@@ -23,6 +26,10 @@ __all__ = [
     "check_model_requests_allowed",
     "model_requests_allowed",
 ]
+
+
+FINAL_RESULT_TOOL = "final_result"
+"""The name of the tool through which a tools agent gives a structured final answer."""
 
 
 class ModelSettings(TypedDict, total=False):

@@ -4,8 +4,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from actors._cancel import CancellationToken
-from actors._events import (
+from actors._logging import get_logger
+from actors.context._cancel import CancellationToken
+from actors.context._events import (
     BOOKKEEPING_TYPES,
     REPLACE,
     SURFACE_TYPES,
@@ -14,10 +15,9 @@ from actors._events import (
     is_custom_type,
     system_clock,
 )
-from actors._frozen import freeze
-from actors._json import JsonError, json_copy
-from actors._logging import get_logger
-from actors._messages import (
+from actors.context._frozen import freeze
+from actors.context._json import JsonError, json_copy
+from actors.context._messages import (
     AssistantMessage,
     Message,
     SystemMessage,
@@ -26,10 +26,11 @@ from actors._messages import (
     UserMessage,
     message_adapter,
 )
-from actors._run_context import Delegator, RunContext
-from actors._suspension import Answer
-from actors._update import ContextUpdate
-from actors._usage import Usage
+from actors.context._run_context import Delegator, RunContext
+from actors.context._serialization import deserialize_context, serialize_context
+from actors.context._suspension import Answer
+from actors.context._update import ContextUpdate
+from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
 
 __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
@@ -575,10 +576,28 @@ class AgentContext:
             ctx._events.append(event)
         return ctx
 
+    @classmethod
+    def from_messages(
+        cls,
+        messages: Sequence[Message],
+        *,
+        metadata: Mapping[str, Any],
+        usage: Usage,
+        clock: Clock = system_clock,
+        **common: Any,
+    ) -> AgentContext:
+        """A new log seeded with ``messages``, ``metadata`` and ``usage`` (version 1 blobs).
+
+        Version 1 kept no timestamps: every seeded event is stamped with a reading of ``clock``.
+        """
+        ctx = cls(metadata=metadata, clock=clock, **common)
+        ctx.add_messages(messages, source=None)
+        if usage != Usage():
+            ctx.add_usage(usage.model_copy(update={"tool_calls": usage.tool_calls}))
+        return ctx
+
     def serialize(self) -> dict[str, Any]:
         """A JSON-encodable snapshot (format version 2). Never contains ``tool_context``."""
-        from actors._serialization import serialize_context
-
         return serialize_context(self)
 
     @classmethod
@@ -593,9 +612,9 @@ class AgentContext:
         Raises:
             SerializationError: an unknown version or a malformed blob, naming what is wrong.
         """
-        from actors._serialization import deserialize_context
-
-        return deserialize_context(blob, clock=clock)
+        return deserialize_context(
+            blob, clock=clock, from_events=cls.from_events, from_messages=cls.from_messages
+        )
 
     def __repr__(self) -> str:
         return (

@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from actors._agent import Subagent
-from actors._loop_types import ChildFinished, ToolOutcome
-from actors._model import ToolDefinition
-from actors._outcome import render
-from actors._tools import describe_validation_error
+from actors.loop._agent import Subagent
+from actors.loop._outcome import render
+from actors.loop._tools import describe_validation_error
+from actors.loop._types import ChildFinished, ToolOutcome
+from actors.models._model import ToolDefinition
 
 __all__ = ["child_outcome", "subagent_definition", "validate_task"]
 

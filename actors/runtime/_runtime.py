@@ -12,16 +12,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 
-from actors._actor import AgentActor, Delegate, DelegateReply, ExpireRun, ParentReply, settle
-from actors._agent import Agent, Subagent
-from actors._agent_context import AgentContext
-from actors._effects import ApprovalHandler
-from actors._events import Clock, system_clock
-from actors._frozen import thaw
-from actors._json import JsonError, json_copy
 from actors._logging import get_logger
-from actors._loop import AgentLoop, TreeLimits
-from actors._loop_types import (
+from actors.context._agent_context import AgentContext
+from actors.context._events import Clock, system_clock
+from actors.context._frozen import thaw
+from actors.context._json import JsonError, json_copy
+from actors.exceptions import AgentStoppedError, UserError
+from actors.loop._agent import Agent, Subagent
+from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._types import (
     CallTool,
     CancelRun,
     ChildFinished,
@@ -31,15 +30,23 @@ from actors._loop_types import (
     RunChild,
     StartRun,
 )
-from actors._model import Model
-from actors._node import AgentNode
-from actors._test_models import TestModel
-from actors.exceptions import AgentStoppedError, UserError
+from actors.models._model import Model
+from actors.models._test_models import TestModel
+from actors.runtime._actor import (
+    AgentActor,
+    Delegate,
+    DelegateReply,
+    ExpireRun,
+    ParentReply,
+    settle,
+)
+from actors.runtime._effects import ApprovalHandler
+from actors.runtime._node import AgentNode
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord
 
 if TYPE_CHECKING:
-    from actors._ref import AgentRef, TreeNode
+    from actors.runtime._ref import AgentRef, TreeNode
 
 __all__ = ["Runtime"]
 
@@ -104,7 +111,7 @@ class Runtime:
         max_tool_threads: int = 32,
         clock: Clock = system_clock,
     ) -> None:
-        from actors._effects import EffectRunner
+        from actors.runtime._effects import EffectRunner
 
         self.limits = limits or TreeLimits()
         self.clock = clock
@@ -211,7 +218,7 @@ class Runtime:
             UserError: the session is live here already, or agents of this runtime hold its
                 agent ids (restore it in another `Runtime`).
         """
-        from actors._restore import restore_tree
+        from actors.runtime._restore import restore_tree
 
         for stored_id in (n.agent_id for n in self.nodes() if n.session_id == session_id):
             raise UserError(
@@ -301,7 +308,7 @@ class Runtime:
                 raise
             node.buffer.extend(context.events)  # the initial metadata, logged before spawn
         self._start(node, context)
-        from actors._ref import AgentRef
+        from actors.runtime._ref import AgentRef
 
         ref: AgentRef[OutputT] = AgentRef(self, node)
         return ref
@@ -333,7 +340,7 @@ class Runtime:
 
     def tree_of(self, agent_id: str) -> TreeNode:
         """The hierarchy under ``agent_id`` as it stands now."""
-        from actors._ref import TreeNode
+        from actors.runtime._ref import TreeNode
 
         node = self.node(agent_id)
         with self._lock:

@@ -6,15 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from actors._agent import Agent, Subagent
-from actors._agent_context import AgentContext
-from actors._cancel import CancellationToken
-from actors._loop_types import CallTool, Effect, ToolOutcome
-from actors._messages import ToolCall, UserMessage
-from actors._model import Model
-from actors._suspension import Answer, Request
-from actors._tools import Tool
-from actors._usage import Usage
+from actors.context._agent_context import AgentContext
+from actors.context._cancel import CancellationToken
+from actors.context._messages import ToolCall, UserMessage
+from actors.context._suspension import Answer, Request
+from actors.context._usage import Usage
+from actors.loop._agent import Agent, Subagent
+from actors.loop._tools import Tool
+from actors.loop._types import CallTool, Effect, ToolOutcome
+from actors.models._model import Model
 
 __all__ = [
     "INTERRUPTED",

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors._agent import Agent, Subagent
 from actors._logging import get_logger
-from actors._loop_state import _Call, _LoopCore
-from actors._loop_types import ChildFinished, Effect, RunChild, ToolOutcome
-from actors._outcome import render
-from actors._subagent_calls import child_outcome
-from actors._usage import Usage
+from actors.context._usage import Usage
+from actors.loop._agent import Agent, Subagent
+from actors.loop._outcome import render
+from actors.loop._state import _Call, _LoopCore
+from actors.loop._subagent_calls import child_outcome
+from actors.loop._types import ChildFinished, Effect, RunChild, ToolOutcome
 
 __all__ = ["ChildrenMixin"]
 
