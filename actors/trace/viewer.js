@@ -39,8 +39,15 @@
     return iso.slice(0, 23) + String(abs % 1000).padStart(3, "0") + "Z";
   }
 
+  function fmtCount(n) {
+    if (n < 10000) return String(n);
+    if (n < 1e6) return Number((n / 1000).toPrecision(3)) + "k";
+    return Number((n / 1e6).toPrecision(3)) + "M";
+  }
+
   function fmtUsage(u) {
-    return u[0] + " req · " + u[1] + " in / " + u[2] + " out tok · " + u[3] + " tool calls";
+    return fmtCount(u[0]) + " req · " + fmtCount(u[1]) + " in / " + fmtCount(u[2]) +
+      " out tok · " + fmtCount(u[3]) + " tools";
   }
 
   // -- the header ---------------------------------------------------------------------------
@@ -239,7 +246,11 @@
     if (seqs.length > MAX_EVENTS_SHOWN) {
       events.append(el("li", "more", (seqs.length - MAX_EVENTS_SHOWN) + " more events not shown"));
     }
-    details.hidden = false;
+    if (details.hidden) {  // make room beside the timeline: the panel never hides a bar
+      details.hidden = false;
+      document.body.classList.add("details-open");
+      setZoom(zoom);
+    }
   }
 
   function childLink(childId) {
@@ -277,7 +288,10 @@
   });
 
   function closeDetails() {
+    if (details.hidden) return;
     details.hidden = true;
+    document.body.classList.remove("details-open");
+    setZoom(zoom);
     if (selected) selected.classList.remove("selected");
     selected = null;
   }
@@ -299,6 +313,7 @@
   usageRow(["total", "", ""].concat(data.total), "total");
 
   setZoom(1);
+  void lanesNode.offsetHeight;  // lay the page out now, so that the time below includes it
   const took = performance.now() - began;
   window.traceRenderMs = took;
   document.getElementById("footnote").textContent =

@@ -7,11 +7,22 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from actors import Agent, Answer, Event, RunContext, Runtime, tool
+from actors import (
+    Agent,
+    Answer,
+    AssistantMessage,
+    Event,
+    Message,
+    RunContext,
+    Runtime,
+    ToolCall,
+    ToolResultMessage,
+    tool,
+)
 from actors.cli._demo_team import DEMO_QUESTION, DemoContext, build_team
 from actors.exceptions import RunError
 from actors.store import AgentRecord, MemoryStore, SessionStore, StoredSession
-from actors.testing import FakeClock, ScriptedModel, call
+from actors.testing import FakeClock, FunctionModel, ScriptedModel, call
 
 BOUND = 10.0
 
@@ -130,3 +141,53 @@ def session_of(agent: Agent[Any], prompt: str, **spawn: Any) -> StoredSession:
         with contextlib.suppress(RunError):  # a failed run is logged too: the test reads that
             ref.run(prompt, timeout=BOUND)
         return store.load("s")
+
+
+def _busy(steps: int, calls: int) -> FunctionModel:
+    """A model that makes ``steps`` requests of ``calls`` parallel lookups each, then answers."""
+
+    def reply(messages: list[Message], _tools: object) -> object:
+        done = sum(isinstance(m, ToolResultMessage) for m in messages)
+        if done >= steps * calls:
+            return f"looked up {done} things"
+        return AssistantMessage(
+            content=f"step {done // calls + 1}: looking up {calls} more things",
+            tool_calls=tuple(
+                ToolCall(id=f"lookup-{done + i}", name="lookup", arguments={"key": f"k{done + i}"})
+                for i in range(calls)
+            ),
+        )
+
+    return FunctionModel(reply)
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: The key.
+    """
+    return f"{key}: " + "a plausible paragraph of text that a tool might return. " * 3
+
+
+def big_session(
+    store: SessionStore, events: int = 10_000, session_id: str = "big"
+) -> StoredSession:
+    """A tree of a lead and four workers whose logs hold about ``events`` events in all.
+
+    Each worker makes model requests of four parallel tool calls: 13 events a step.
+    """
+    steps = max(events // (4 * 13), 1)
+    worker = Agent("worker", model=_busy(steps, 4), tools=[lookup], max_iterations=steps + 1)
+    lead = Agent(
+        "lead",
+        model=ScriptedModel(
+            [call("worker", task=f"part {i}") for i in range(4)] + ["all parts done"]
+        ),
+        subagents=[worker],
+    )
+    with Runtime() as runtime:
+        ref = runtime.spawn(lead, store=store, session_id=session_id)
+        assert ref.run("look everything up", timeout=120).status == "completed"
+    return store.load(session_id)

@@ -1,0 +1,67 @@
+"""Headless Chromium for the trace viewer's tests, through Debian's chromedriver.
+
+Run as a script to remake the screenshot of the docs from a fresh demo session::
+
+    python tests/trace/browser.py docs/images/trace-viewer.png
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+)
+
+
+def missing() -> str | None:
+    """Why the browser cannot run here, or None when it can."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(path, os.X_OK):
+            return f"{path} is missing (bash .ci/services/chromium.sh installs it)"
+    return None
+
+
+@contextmanager
+def chromium(width: int = 1400, height: int = 900) -> Iterator[object]:
+    """A headless Chromium WebDriver with a fresh profile, closed on exit.
+
+    The driver binary is given explicitly, so Selenium Manager never looks for (or downloads)
+    one.
+    """
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="actors-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # for get_log("browser")
+    service = Service(executable_path=str(CHROMEDRIVER))
+    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
