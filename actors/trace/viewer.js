@@ -59,16 +59,20 @@
     " events · " + fmtDuration(session.duration) + (session.events ? " from " + fmtAt(0) : "") +
     " · total: " + fmtUsage(data.total);
   const legend = document.getElementById("legend");
+  function group(name) { legend.append(el("li", "group", name)); }
+  group("spans:");
   for (const kind of Object.keys(KIND_NAMES)) {
     const item = el("li");
     item.append(el("span", "bar k-" + kind), KIND_NAMES[kind]);
     legend.append(item);
   }
+  group("ended:");
   for (const status of ["error", "cancelled", "interrupted", "suspended"]) {
     const item = el("li");
     item.append(el("span", "bar k-tool s-" + status), status);
     legend.append(item);
   }
+  group("markers:");
   for (const kind of Object.keys(MARKS)) {
     const item = el("li");
     item.append(el("span", "marker m-" + kind, MARKS[kind][0]), MARKS[kind][1]);

@@ -60,8 +60,47 @@ def chromium(width: int = 1400, height: int = 900) -> Iterator[object]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # for get_log("browser")
     service = Service(executable_path=str(CHROMEDRIVER))
     driver = webdriver.Chrome(service=service, options=options)
+    # The page gets exactly width x height (the window's size would include its frame).
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     try:
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot_of_demo(target: Path, *, width: int = 1280, height: int = 600) -> Path:
+    """Run ``actors demo`` offline into a scratch folder and screenshot its trace.
+
+    The benchmark call is clicked, so the picture shows the details panel too.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from actors.cli import main
+
+    with tempfile.TemporaryDirectory(prefix="actors-trace-") as scratch:
+        page = Path(scratch) / "trace.html"
+        db = Path(scratch) / "sessions.sqlite"
+        code = main(["demo", "--plain", "--pace", "0", "--db", str(db), "--trace", str(page)])
+        assert code == 0, f"actors demo exited with {code}"
+        with chromium(width, height) as driver:
+            driver.get(page.as_uri())  # type: ignore[attr-defined]
+            WebDriverWait(driver, 20).until(
+                lambda d: d.execute_script("return document.body.dataset.rendered === 'true'")
+            )
+            bars = driver.find_elements(By.CSS_SELECTOR, "#lanes .bar.k-tool")  # type: ignore[attr-defined]
+            next(bar for bar in bars if bar.text == "run_benchmark").click()
+            driver.save_screenshot(str(target))  # type: ignore[attr-defined]
+    return target
+
+
+if __name__ == "__main__":
+    import sys
+
+    reason = missing()
+    if reason is not None:
+        sys.exit(f"cannot take the screenshot: {reason}")
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "trace-viewer.png")
+    print(f"screenshot: {screenshot_of_demo(out)}")
