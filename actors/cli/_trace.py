@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -88,7 +89,9 @@ def trace_session(args: argparse.Namespace) -> int:
             sys.stdout.write(render_trace(store.load(args.session_id)))
             sys.stdout.flush()
             return 0
-        target = check_target(args.output, "-o") or Path(f"trace-{args.session_id}.html")
+        safe = re.sub(r"[^\w.-]", "_", args.session_id)  # a session id may hold a slash
+        default = Path(f"trace-{safe}.html")
+        target = check_target(args.output, "-o") or default
         written = _write(store, args.session_id, target)
     print(f"trace: {written}  (open {written.resolve().as_uri()} in a browser)")
     return 0

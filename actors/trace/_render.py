@@ -52,7 +52,7 @@ def render_trace(session: StoredSession | Trace) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     # Only the viewer's own script may run (by its hash): no inline handler, no other script.
     policy = (
-        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        "default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     )
     values = {
