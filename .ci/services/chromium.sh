@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Headless Chromium and its WebDriver, for the trace viewer's browser test
-# (tests/trace/test_browser.py). Debian's packages, installed only when missing.
+# (tests/trace_viewer/test_browser.py). Debian's packages, installed only when missing.
 set -euo pipefail
 
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then

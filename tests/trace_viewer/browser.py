@@ -2,7 +2,7 @@
 
 Run as a script to remake the screenshot of the docs from a fresh demo session::
 
-    python tests/trace/browser.py docs/images/trace-viewer.png
+    python tests/trace_viewer/browser.py docs/images/trace-viewer.png
 """
 
 from __future__ import annotations
