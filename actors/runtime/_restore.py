@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -189,7 +190,11 @@ def restore_tree(
     for agent_id, node in nodes.items():
         ctx = contexts[agent_id]
         if activated and agent_id in live_ids:
-            ctx._record("activated", {"status": node.status})
+            woke = ctx._record("activated", {"status": node.status})
+            # Subscribers kept through the sleep see it (they are attached to the node below).
+            for listener in (listeners or {}).get(agent_id, ()):
+                with contextlib.suppress(Exception):  # a broken listener must not stop a wake
+                    listener(woke)
         # Events appended by recovery are written before anything new runs.
         node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
         if agent_id not in live_ids:
