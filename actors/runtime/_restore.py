@@ -167,6 +167,7 @@ def restore_tree(
             depth=node.depth,
             limits=runtime.limits,
             approval_handler=approval_handler is not None,
+            toolsets=runtime.toolsets,
         )
         for call, child_id in child_parks[agent_id]:
             loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)

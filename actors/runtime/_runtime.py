@@ -20,6 +20,7 @@ from actors.context._json import JsonError, json_copy
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
     CallTool,
     CancelRun,
@@ -116,6 +117,8 @@ class Runtime:
         self.limits = limits or TreeLimits()
         self.clock = clock
         self.effects = EffectRunner(max_tool_threads)
+        # Toolsets (MCP servers): one connection per server for the runtime, on its loop.
+        self.toolsets = ToolsetHost(self.effects.loop)
         self._nodes: dict[str, AgentNode] = {}
         self._live: dict[str, int] = {}  # live actors per tree (by root id)
         self._reserved: set[str] = set()  # ids handed out by spawn, not yet registered
@@ -150,6 +153,7 @@ class Runtime:
         for future in stopping:
             with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
                 future.get(timeout=timeout)
+        self.toolsets.close()  # before the loop stops: stdio servers are stopped, not orphaned
         self.effects.close()
 
     # -- spawning -----------------------------------------------------------------------------
@@ -220,6 +224,9 @@ class Runtime:
         """
         from actors.runtime._restore import restore_tree
 
+        for spec in agents.values() if isinstance(agents, Mapping) else agents:
+            if isinstance(spec, Agent):
+                self.toolsets.prepare(spec)  # blocking: open its MCP servers (and check names)
         for stored_id in (n.agent_id for n in self.nodes() if n.session_id == session_id):
             raise UserError(
                 f"session {session_id!r} is already live in this runtime (agent {stored_id!r})"
@@ -289,6 +296,7 @@ class Runtime:
             initial = json_copy(dict(metadata or {}), "metadata")
         except JsonError as exc:
             raise UserError(f"{exc}; metadata must be plain JSON") from None
+        self.toolsets.prepare(agent)  # blocking: open the tree's MCP servers, check names
         agent_id = self._unique_id(agent_id or agent.name)
         context = AgentContext(
             agent_id,
@@ -322,6 +330,7 @@ class Runtime:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            toolsets=self.toolsets,
         )
         self.start_node(node, loop)
 
@@ -568,7 +577,18 @@ class Runtime:
                 settle(future, error=AgentStoppedError(f"agent {node.agent_id!r} stopped"))
                 return future
             # The child's deadline is armed when it starts, so the future always ends.
-            ref.tell(Delegate(agent, task, future, effect.ctx.metadata, timeout))
+            message = Delegate(agent, task, future, effect.ctx.metadata, timeout)
+
+            def start(error: BaseException | None) -> None:  # once its MCP servers are open
+                if error is not None:
+                    settle(future, error=error)
+                    return
+                try:
+                    ref.tell(message)
+                except pykka.ActorDeadError:
+                    settle(future, error=AgentStoppedError(f"agent {node.agent_id!r} stopped"))
+
+            self.toolsets.prepare_then(agent, start)
             return future
 
         return delegate

@@ -26,6 +26,7 @@ from actors.exceptions import ActorsError, RunFailedError, UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._toolset import ToolsetHost, toolsets_of_tree
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -54,9 +55,11 @@ __all__ = ["SyncDriver"]
 class SyncDriver:
     """Runs one agent (and its subagents) synchronously on the calling thread.
 
-    Tool timeouts are not enforced here (nothing runs concurrently to enforce them); everything
-    else — validation, retries, limits, updates, suspension, subagents — behaves as in a
-    `Runtime`.
+    Tool timeouts are not enforced here (nothing runs concurrently to enforce them), except
+    for the tools of MCP servers; everything else — validation, retries, limits, updates,
+    suspension, subagents, toolsets — behaves as in a `Runtime`. An agent with toolsets (MCP
+    servers) gets an event loop thread for them: `close` the driver (or use it as a context
+    manager) to stop them.
 
     Args:
         agent: The spec.
@@ -80,7 +83,18 @@ class SyncDriver:
         approval_handler: ApprovalHandler | None = None,
         _parent_id: str | None = None,
         _depth: int = 0,
+        _toolsets: ToolsetHost | None = None,
     ) -> None:
+        self._own_toolsets: ToolsetHost | None = None
+        if _toolsets is None and toolsets_of_tree(agent):
+            _toolsets = self._own_toolsets = ToolsetHost.with_own_loop()
+        if _toolsets is not None:
+            try:
+                _toolsets.prepare(agent)  # the calling thread may block: open, list, check
+            except BaseException:
+                self.close()
+                raise
+        self._toolsets = _toolsets
         self.context = AgentContext(
             agent_id or agent.name,
             name=agent.name,
@@ -99,6 +113,7 @@ class SyncDriver:
             depth=_depth,
             limits=limits,
             approval_handler=approval_handler is not None,
+            toolsets=_toolsets,
         )
         self._approval_handler = approval_handler
         self._tool_context = tool_context
@@ -107,6 +122,19 @@ class SyncDriver:
         self._children: dict[str, SyncDriver] = {}
         self._queue: deque[Input] = deque()
         self._outcome: tuple[RunResult[Any] | None, ActorsError | None] | None = None
+
+    def close(self) -> None:
+        """Stop the toolsets (MCP servers) this driver and its children opened; idempotent."""
+        for child in getattr(self, "_children", {}).values():
+            child.close()
+        if self._own_toolsets is not None:
+            self._own_toolsets.close()
+
+    def __enter__(self) -> SyncDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def children(self) -> dict[str, SyncDriver]:
@@ -203,6 +231,7 @@ class SyncDriver:
             approval_handler=self._approval_handler,
             _parent_id=self.context.agent_id,
             _depth=self.loop.depth + 1,
+            _toolsets=self._toolsets,
         )
         self._children[child_id] = child
         try:
@@ -251,6 +280,7 @@ class SyncDriver:
                 approval_handler=self._approval_handler,
                 _parent_id=self.context.agent_id,
                 _depth=self.loop.depth + 1,
+                _toolsets=self._toolsets,
             )
             self._children[effect.child_id] = child
         return self._child_result(effect, lambda: child.run(effect.task))
