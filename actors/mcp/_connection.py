@@ -121,7 +121,6 @@ class MCPConnection:
                 self._client = client
                 self._stops[id(client)] = stop
                 pending.set_result(client)
-                self._log.debug("connected", protocol=client.protocol_version)
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._watch, client)
                     await stop.wait()
@@ -168,7 +167,6 @@ class MCPConnection:
             if cursor is None:
                 break
         self._tools = tuple(self._make_tool(t) for t in tools)
-        self._log.debug("tools listed", tools=[t.name for t in self._tools])
 
     def _make_tool(self, listed: mcp_types.Tool) -> Tool:
         server_name = listed.name
@@ -196,8 +194,8 @@ class MCPConnection:
                     self._changed(client)
         except ListenNotSupportedError:
             return  # a 2025-era connection: changes arrive as notifications (`_on_message`)
-        except Exception as exc:  # a dropped stream: the next call finds out the rest
-            self._log.debug("stopped watching the tool list", error=repr(exc))
+        except Exception:
+            return
 
     async def _on_message(self, message: Any) -> None:
         # A 2025-era server notifies anyway; a 2026 one is heard through `_watch`.

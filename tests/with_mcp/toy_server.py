@@ -28,6 +28,7 @@ class ToyServer(MCPServer[Any]):
 
 
 mcp = ToyServer("toy")
+started = anyio.Event()
 cancelled = anyio.Event()
 
 
@@ -46,6 +47,7 @@ def pid() -> int:
 @mcp.tool()
 async def slow(seconds: float) -> str:
     """Sleep, then answer; remembers being cancelled."""
+    started.set()
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
@@ -60,6 +62,14 @@ async def was_cancelled() -> bool:
     with anyio.move_on_after(10):
         await cancelled.wait()
     return cancelled.is_set()
+
+
+@mcp.tool()
+async def slow_started() -> bool:
+    """Whether a `slow` call has started (waits up to 10 s for one)."""
+    with anyio.move_on_after(10):
+        await started.wait()
+    return started.is_set()
 
 
 @mcp.tool()
