@@ -101,7 +101,11 @@ class MCPConnection:
             runner.add_done_callback(lambda task: self._runners.pop(task, None))
 
             def give_up() -> None:
+                # Waiters hear of it now; the abandoned server is stopped in the background.
                 if not pending.done():
+                    pending.set_exception(
+                        TimeoutError(f"not connected within {self.server.timeout:g} s")
+                    )
                     runner.cancel()
 
             self.loop.call_later(self.server.timeout, give_up)
@@ -126,11 +130,10 @@ class MCPConnection:
                     await stop.wait()
                     group.cancel_scope.cancel()
         except asyncio.CancelledError:
+            if client is None and pending.done():
+                return  # the connection attempt was given up (`give_up`): nobody waits on it
             if not pending.done():
-                pending.set_exception(
-                    TimeoutError(f"not connected within {self.server.timeout:g} s")
-                )
-                return  # the connection attempt was abandoned; nobody else waits on it
+                pending.set_exception(ConnectionError("the connection attempt was cancelled"))
             raise
         except Exception as exc:  # the SDK raises many kinds (OSError, MCPError, groups)
             if not pending.done():
@@ -281,8 +284,8 @@ class MCPConnection:
                     if exc.code == mcp_types.CONNECTION_CLOSED:
                         self._drop(client)
                         return ToolOutcome(
-                            f"The MCP server {server!r} closed the connection during the call "
-                            "(it may have crashed); it is started again on the next call.",
+                            f"The MCP server {server!r} closed the connection (it may have "
+                            "crashed); it is started again on the next call.",
                             is_error=True,
                         )
                     return ToolOutcome(f"MCP error {exc.code}: {exc.message}", is_error=True)

@@ -244,7 +244,10 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
 
 
 def _default_name(command: str, args: Sequence[str]) -> str:
-    scripts = [a for a in args if not a.startswith("-")]
+    """The script's or module's name (``python -m notes`` is ``notes``), else the command's."""
+    if len(args) > 1 and args[0] == "-m":
+        return args[1]
+    scripts = [a for a in args if Path(a).suffix and not a.startswith("-") and " " not in a]
     return Path(scripts[0]).stem if scripts else Path(command).name
 
 

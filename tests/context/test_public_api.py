@@ -22,6 +22,7 @@ PUBLIC_MODULES = [actors, actors.exceptions]
 NOT_REEXPORTED = {
     "actors.loop._loop.AgentLoop": "the agent loop's state machine; used by the runtimes",
     "actors.runtime._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
+    "actors.loop._toolset.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
 }
 
 CONTEXT_MODULES = sorted(p.stem for p in (PACKAGE / "context").glob("_*.py"))
