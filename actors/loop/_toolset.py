@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from actors._logging import get_logger
-from actors.exceptions import AgentDefinitionError
+from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._output import FINAL_RESULT_TOOL
 from actors.loop._tools import Tool
 
@@ -206,6 +206,12 @@ class ToolsetHost:
         """
         if self.is_prepared(spec):
             return
+        if _running_loop() is self.loop:
+            raise UserError(
+                f"agent {spec.name!r}: its toolsets must be opened from a thread that may block, "
+                "not from the runtime's event loop (an async tool); spawn it from a sync tool "
+                "or before the run"
+            )
         future = asyncio.run_coroutine_threadsafe(self.aprepare(spec), self.loop)
         try:
             future.result(timeout)
@@ -239,6 +245,13 @@ class ToolsetHost:
             self._thread.join(timeout)
             if not self._thread.is_alive():
                 self.loop.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def check_names(agent: Agent[Any], sources: Sequence[tuple[str, tuple[Tool, ...]]]) -> None:

@@ -266,3 +266,21 @@ def test_a_process_using_a_stdio_server_exits_and_stops_it(tmp_path: Any) -> Non
     assert proc.returncode == 0, proc.stderr
     server_pid = int(proc.stdout.split()[-1])
     assert not pid_alive(server_pid)
+
+
+def test_opening_a_toolset_from_the_event_loop_is_refused_not_a_deadlock(
+    toy_stdio: MCPServerStdio,
+) -> None:
+    with Runtime() as runtime:
+
+        async def spawn_from_the_loop() -> str:
+            """Spawn an agent that uses MCP, from an async tool (on the runtime's loop)."""
+            runtime.spawn(Agent("inner", toolsets=[toy_stdio]))
+            return "spawned"
+
+        agent = Agent(
+            "outer", model=ScriptedModel([call("spawn_from_the_loop"), "done"]),
+            tools=[spawn_from_the_loop],
+        )  # fmt: skip
+        (out,) = results(runtime.spawn(agent).run("go").messages)
+    assert "thread that may block" in out
