@@ -119,8 +119,9 @@ class OpenStream:
 
 @dataclass(frozen=True, slots=True)
 class Passivate:
-    """Sleep now if idle: the agent stops in this turn, logging ``passivated``; ``future``
-    gets whether it did.
+    """Sleep now if idle: the agent stops in this turn, logging ``passivated``.
+
+    ``future`` gets whether it did.
     """
 
     future: concurrent.futures.Future[bool]
