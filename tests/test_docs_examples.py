@@ -25,6 +25,8 @@ PAGES = [
     "docs/subagents.md",
     "docs/suspension.md",
     "docs/cancellation.md",
+    "docs/streaming.md",
+    "docs/hosting.md",
     "docs/testing.md",
     "docs/cli.md",
     "docs/observability.md",
