@@ -9,9 +9,11 @@ from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
 from actors.exceptions import AgentDefinitionError, UserError
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, Subagent
+from actors.loop._default_model import require_models
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
+from actors.loop._subagent_calls import child_tool_context
 from actors.runtime._effects import ApprovalHandler
 from actors.store._protocol import SessionStore
 
@@ -76,11 +78,23 @@ def restore_tree(
         record = entry.record
         parent = nodes.get(record.parent_id) if record.parent_id else None
         # Two subagents may run specs of one name: the parent's call says which one it was.
-        spec = (
-            _subagent_spec(parent, contexts[parent.agent_id], record.agent_id, record.name)
+        subagent = (
+            _subagent_of(parent, contexts[parent.agent_id], record.agent_id, record.name)
             if parent is not None
             else None
-        ) or specs[record.name]
+        )
+        spec = subagent.agent if subagent is not None else specs[record.name]
+        # What the child got when it was spawned: the parent's tool_context, or narrowed.
+        node_tool_context = tool_context if parent is None else parent.tool_context
+        if subagent is not None:
+            try:
+                node_tool_context = child_tool_context(subagent, node_tool_context)
+            except Exception as exc:
+                raise UserError(
+                    f"session {session_id!r}: the tool_context function of subagent "
+                    f"{subagent.tool_name!r} failed for agent {record.agent_id!r}: "
+                    f"{type(exc).__name__}"
+                ) from exc
         ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
         ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
@@ -91,7 +105,7 @@ def restore_tree(
             parent.root_id if parent else record.agent_id,
             parent.depth + 1 if parent else 0,
             spec,
-            tool_context,
+            node_tool_context,
             store=store,
             session_id=session_id,
             position=record.position,
@@ -104,6 +118,7 @@ def restore_tree(
         nodes[record.agent_id] = node
     if stored.root_agent_id not in nodes:
         raise AgentDefinitionError(f"session {session_id!r} has no root agent record")
+    require_models(nodes[stored.root_agent_id].spec, runtime.default_model)  # before any start
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
     # that waits), and what each waiting child has open.
@@ -163,7 +178,7 @@ def restore_tree(
             node.spec,
             ctx,
             model=runtime.resolve_model(node.spec),
-            tool_context=tool_context,
+            tool_context=node.tool_context,
             depth=node.depth,
             limits=runtime.limits,
             approval_handler=approval_handler is not None,
@@ -186,14 +201,14 @@ def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
     )
 
 
-def _subagent_spec(
+def _subagent_of(
     parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
-) -> Agent[Any] | None:
-    """The spec of the parent's subagent that spawned ``child_id``, if the parent's spec has it."""
+) -> Subagent | None:
+    """The parent's subagent that spawned ``child_id``, if the parent's spec has it."""
     for event in parent_ctx.events:
         if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
             subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
             if subagent is not None and subagent.agent.name == name:
-                return subagent.agent
+                return subagent
             return None
     return None

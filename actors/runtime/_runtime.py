@@ -19,6 +19,7 @@ from actors.context._frozen import thaw
 from actors.context._json import JsonError, json_copy
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._default_model import default_model_of, require_models, resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._types import (
     CallTool,
@@ -31,7 +32,6 @@ from actors.loop._types import (
     StartRun,
 )
 from actors.models._model import Model
-from actors.models._test_models import TestModel
 from actors.runtime._actor import (
     AgentActor,
     Delegate,
@@ -94,6 +94,9 @@ class Runtime:
         limits: Limits against runaway trees (depth, children per agent, agents per tree).
         max_tool_threads: Threads for sync tools.
         clock: Where event timestamps come from.
+        default_model: The model of every agent whose spec names none: a `Model` or a model
+            string such as ``"openai:gpt-4o-mini"``. Without it, the ``ACTORS_DEFAULT_MODEL``
+            environment variable; with neither, spawning such an agent is a `UserError`.
 
     Example:
         >>> from actors import Agent
@@ -110,9 +113,11 @@ class Runtime:
         limits: TreeLimits | None = None,
         max_tool_threads: int = 32,
         clock: Clock = system_clock,
+        default_model: Model | str | None = None,
     ) -> None:
         from actors.runtime._effects import EffectRunner
 
+        self.default_model = default_model_of(default_model)
         self.limits = limits or TreeLimits()
         self.clock = clock
         self.effects = EffectRunner(max_tool_threads)
@@ -234,12 +239,8 @@ class Runtime:
         )
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses (a `TestModel` when the spec names none)."""
-        model = spec.model
-        if model is None:
-            return TestModel()
-        assert not isinstance(model, str)  # resolved by the spec
-        return model
+        """The model an agent of ``spec`` uses: its own, else ``default_model``, else the env's."""
+        return resolve_model(spec, self.default_model)
 
     def _unique_id(self, wanted: str) -> str:
         """A free id, reserved at once: two threads spawning one name get two ids."""
@@ -285,6 +286,7 @@ class Runtime:
             raise UserError("this runtime is shut down; create a new Runtime")
         if not isinstance(agent, Agent):
             raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
+        require_models(agent, self.default_model)
         try:
             initial = json_copy(dict(metadata or {}), "metadata")
         except JsonError as exc:
@@ -380,7 +382,7 @@ class Runtime:
                 )
                 return
             child = self._spawn_child(
-                parent, effect.child_id, effect.subagent.agent, effect.metadata
+                parent, effect.child_id, effect.subagent.agent, effect.metadata, effect.tool_context
             )
             child.keep = effect.subagent.keep
         else:
@@ -397,7 +399,12 @@ class Runtime:
         self._arm_timeout(child, reply, effect.timeout)
 
     def _spawn_child(
-        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+        self,
+        parent: AgentNode,
+        child_id: str,
+        spec: Agent[Any],
+        metadata: Mapping[str, Any],
+        tool_context: Any,
     ) -> AgentNode:
         context = AgentContext(
             child_id,
@@ -415,7 +422,7 @@ class Runtime:
             parent.root_id,
             parent.depth + 1,
             spec,
-            parent.tool_context,  # forwarded unchanged: the same object
+            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
             store=parent.store,
             session_id=parent.session_id,
             approval_handler=parent.approval_handler,
@@ -587,7 +594,9 @@ class Runtime:
         if child_id is None or refusal is not None:
             settle(message.future, error=UserError(f"delegation refused: {refusal}"))
             return
-        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        child = self._spawn_child(
+            parent, child_id, message.agent, message.metadata, parent.tool_context
+        )
         reply = DelegateReply(parent_ref, child_id, message.future)
         assert child.ref is not None
         child.ref.tell(StartRun(message.task, "", reply))

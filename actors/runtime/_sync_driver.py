@@ -24,6 +24,7 @@ from actors.context._suspension import Answer
 from actors.context._usage import Usage
 from actors.exceptions import ActorsError, RunFailedError, UserError
 from actors.loop._agent import Agent
+from actors.loop._default_model import default_model_of, require_models, resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
 from actors.loop._types import (
@@ -45,7 +46,7 @@ from actors.loop._types import (
     Steer,
     ToolFinished,
 )
-from actors.models._test_models import TestModel
+from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler, decide_approval
 
 __all__ = ["SyncDriver"]
@@ -66,6 +67,10 @@ class SyncDriver:
         clock: Where timestamps come from.
         limits: Tree limits.
         approval_handler: Decides approvals in process (see `Runtime.spawn`).
+        default_model: The model of every agent of the tree whose spec names none (a `Model`,
+            or a model string such as ``"test"``), as for `Runtime`: without it the
+            ``ACTORS_DEFAULT_MODEL`` environment variable, and with neither a `UserError`.
+            There is no silent fallback to a test model here either.
     """
 
     def __init__(
@@ -78,9 +83,12 @@ class SyncDriver:
         clock: Clock = system_clock,
         limits: TreeLimits | None = None,
         approval_handler: ApprovalHandler | None = None,
+        default_model: Model | str | None = None,
         _parent_id: str | None = None,
         _depth: int = 0,
     ) -> None:
+        default = default_model_of(default_model)
+        require_models(agent, default)
         self.context = AgentContext(
             agent_id or agent.name,
             name=agent.name,
@@ -89,18 +97,17 @@ class SyncDriver:
             max_iterations=agent.max_iterations,
             clock=clock,
         )
-        model = agent.model if agent.model is not None else TestModel()
-        assert not isinstance(model, str)
         self.loop = AgentLoop(
             agent,
             self.context,
-            model=model,
+            model=resolve_model(agent, default),
             tool_context=tool_context,
             depth=_depth,
             limits=limits,
             approval_handler=approval_handler is not None,
         )
         self._approval_handler = approval_handler
+        self._default_model = default
         self._tool_context = tool_context
         self._clock = clock
         self._limits = limits
@@ -193,19 +200,20 @@ class SyncDriver:
         if child_id is None:
             future.set_exception(UserError(f"delegation refused: {refusal}"))
             return future
-        child = SyncDriver(
-            agent,
-            tool_context=self._tool_context,
-            metadata=self.context.metadata,
-            agent_id=child_id,
-            clock=self._clock,
-            limits=self._limits,
-            approval_handler=self._approval_handler,
-            _parent_id=self.context.agent_id,
-            _depth=self.loop.depth + 1,
-        )
-        self._children[child_id] = child
         try:
+            child = SyncDriver(
+                agent,
+                tool_context=self._tool_context,
+                metadata=self.context.metadata,
+                agent_id=child_id,
+                clock=self._clock,
+                limits=self._limits,
+                approval_handler=self._approval_handler,
+                default_model=self._default_model,
+                _parent_id=self.context.agent_id,
+                _depth=self.loop.depth + 1,
+            )
+            self._children[child_id] = child
             result = child.run(task)
         except ActorsError as exc:
             usage = getattr(exc, "usage", None)
@@ -243,12 +251,13 @@ class SyncDriver:
         if child is None:
             child = SyncDriver(
                 effect.subagent.agent,
-                tool_context=self._tool_context,
+                tool_context=effect.tool_context,  # the loop's choice: forwarded or narrowed
                 metadata=thaw(effect.metadata),
                 agent_id=effect.child_id,
                 clock=self._clock,
                 limits=self._limits,
                 approval_handler=self._approval_handler,
+                default_model=self._default_model,
                 _parent_id=self.context.agent_id,
                 _depth=self.loop.depth + 1,
             )
