@@ -246,10 +246,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         return self._next_step()
 
     def _overlay(self) -> str | RunFailedError | None:
-        """The instructions for the next model request (with the JSON-text output note)."""
+        """The instructions function's text for the next request (with the JSON-text note)."""
         function = self._instructions_fn
-        if function is None:
-            return self._static_overlay
+        assert function is not None
         run = self._run
         assert run is not None
         ctx = self.ctx
@@ -326,10 +325,13 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             )
         if problem := self._usage_problem(before_request=True):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
-        overlay = self._overlay()
-        if isinstance(overlay, RunFailedError):
-            return self._fail(overlay, reason="error")
-        ctx.put_system_prompt_overlay(overlay)
+        if self._instructions_fn is None:
+            ctx.put_system_prompt_overlay(self._static_overlay)
+        else:
+            overlay = self._overlay()
+            if isinstance(overlay, RunFailedError):
+                return self._fail(overlay, reason="error")
+            ctx.put_system_prompt_overlay(overlay)
         run.step += 1
         run.calls = {}
         run.chains = {}
