@@ -115,6 +115,11 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: timeout must be positive, got {timeout}"
             )
+        for flag, value in (("requires_approval", requires_approval), ("sequential", sequential)):
+            if not isinstance(value, bool):
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: {flag} must be a bool, got {value!r}"
+                )
         summary, arg_docs = parse_docstring(inspect.getdoc(function))
         signature = inspect.signature(function)
         try:
