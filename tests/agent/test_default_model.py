@@ -31,7 +31,7 @@ def test_spawning_an_agent_without_a_model_says_how_to_give_one() -> None:
         assert "Agent(model=...)" in message
         assert "Runtime(default_model=...)" in message
         assert DEFAULT_MODEL_ENV in message
-        assert rt.nodes() == []  # nothing was started
+        assert rt.live_agents() == 0  # nothing was started
         assert pykka.ActorRegistry.get_all() == []
         # The refused spawn kept nothing: the same name spawns once a model is given.
         ref = rt.spawn(Agent("assistant", model=ScriptedModel(["hi"])))
@@ -120,7 +120,7 @@ def test_restoring_needs_a_model_too_and_checks_before_starting_anything() -> No
     with Runtime() as rt:
         with pytest.raises(UserError, match="agent 'assistant' has no model"):
             rt.restore("s", store=store, agents=[Agent("assistant")])
-        assert rt.nodes() == []
+        assert rt.live_agents() == 0
     with Runtime(default_model=ScriptedModel(["one", "two"], per_agent=True)) as rt:
         ref = rt.restore("s", store=store, agents=[Agent("assistant")])
         assert ref.run("again").output == "two"

@@ -112,7 +112,8 @@ def test_the_narrowing_function_sees_the_parent_read_only(rt: Runtime) -> None:
     seen: dict[str, Any] = {}
     secrets = dict(SECRETS)
     with capture_logs() as logs:
-        result = rt.spawn(tree(seen, narrow=greedy), tool_context=secrets).run("?")
+        ref = rt.spawn(tree(seen, narrow=greedy), tool_context=secrets)
+        result = ref.run("?")
     assert secrets == SECRETS
     failed = tool_results(result.messages)[1]
     assert failed.is_error
@@ -121,7 +122,7 @@ def test_the_narrowing_function_sees_the_parent_read_only(rt: Runtime) -> None:
         "(ToolContextReadOnlyError)."
     )
     assert events_of(result.events, "subagent_spawned") == []  # no child, no child id spent
-    assert rt.tree_of("lead").children == ()
+    assert ref.tree().children == ()
     assert [e["subagent"] for e in logs if e["event"].startswith("narrowing")] == ["searcher"]
     assert result.output == "all done"  # the parent lives on
 
@@ -218,15 +219,31 @@ def test_a_restored_suspended_child_gets_the_narrowed_tool_context() -> None:
     assert seen == [["search_key"]]
 
 
-def test_a_narrowing_that_fails_on_restore_fails_the_restore_before_anything_starts() -> None:
+def test_a_narrowing_that_fails_on_restore_fails_it_when_the_child_comes_back() -> None:
+    def kept_tree(seen: dict[str, Any]) -> Agent:
+        helper = Agent(
+            "helper",
+            model=ScriptedModel([call("keys"), "one"], per_agent=True),
+            tools=[seen_by(seen)],
+        )
+        return Agent(
+            "lead",
+            model=ScriptedModel([call("helper", task="one"), "first"], per_agent=True),
+            subagents=[Subagent(helper, keep=True, tool_context=just_search)],
+        )
+
     store = MemoryStore()
-    seen: dict[str, Any] = {}
     with Runtime() as rt:
-        rt.spawn(tree(seen), tool_context=SECRETS, store=store, session_id="s").run("?")
+        rt.spawn(kept_tree({}), tool_context=SECRETS, store=store, session_id="kept").run("?")
+        rt.spawn(tree({}), tool_context=SECRETS, store=store, session_id="ended").run("?")
     with Runtime() as rt:
-        with pytest.raises(UserError, match="tool_context function of subagent 'searcher'"):
-            rt.restore("s", store=store, agents=[tree({})], tool_context={"other": 1})
-        assert rt.nodes() == []
+        # The kept helper comes back to life: its narrowing must work, or nothing restores.
+        with pytest.raises(UserError, match="tool_context function of subagent 'helper'"):
+            rt.restore("kept", store=store, agents=[kept_tree({})], tool_context={"other": 1})
+        assert rt.live_agents() == 0
+        # Children that ended stay ended: nothing of theirs is narrowed again.
+        ref = rt.restore("ended", store=store, agents=[tree({})], tool_context={"other": 1})
+        assert ref.tree().status == "idle"
 
 
 def test_a_narrowing_function_must_be_callable() -> None:
