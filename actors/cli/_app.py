@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TextIO, cast
 import structlog
 
 from actors import __version__
-from actors.cli import _demo, _run, _sessions, _trace
+from actors.cli import _demo, _mcp, _run, _sessions, _trace
 from actors.cli._errors import CliError, hint_for, one_line
 from actors.exceptions import ActorsError
 
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run.add_parser(commands, common)
     _sessions.add_parser(commands, common)
     _trace.add_parser(commands, common)
+    _mcp.add_parser(commands, common)
     return parser
 
 

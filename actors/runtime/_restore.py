@@ -22,6 +22,7 @@ from actors.store._protocol import SessionStore
 if TYPE_CHECKING:
     from actors.context._events import Clock, Event
     from actors.loop._loop import TreeLimits
+    from actors.loop._toolset import ToolsetHost
     from actors.models._model import Model
 
 __all__ = ["RestoreHost", "restore_tree"]
@@ -43,6 +44,8 @@ class RestoreHost(Protocol):
     def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
     def remember_ended(self, node: AgentNode) -> None: ...
+    @property
+    def toolsets(self) -> ToolsetHost | None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -232,6 +235,7 @@ def restore_tree(
                 depth=node.depth,
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
+                toolsets=host.toolsets,
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
