@@ -20,6 +20,7 @@ PAGES = [
     "README.md",
     "docs/index.md",
     "docs/actors.md",
+    "docs/instructions.md",
     "docs/updates.md",
     "docs/events.md",
     "docs/subagents.md",

@@ -25,6 +25,7 @@ from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
@@ -40,7 +41,6 @@ from actors.loop._types import (
     StartRun,
 )
 from actors.models._model import Model
-from actors.models._test_models import TestModel
 from actors.runtime._actor import AgentActor
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, EffectRunner
@@ -164,12 +164,8 @@ class LocalHost:
         return entry[1]
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses."""
-        model = spec.model
-        if model is None:
-            return self.default_model if self.default_model is not None else TestModel()
-        assert not isinstance(model, str)  # resolved by the spec
-        return model
+        """The model an agent of ``spec`` uses: its own, the default, or the environment's."""
+        return resolve_model(spec, self.default_model)
 
     # -- starting agents ------------------------------------------------------------------------
 
@@ -472,7 +468,7 @@ class LocalHost:
                 )
                 return
             child = self._spawn_child(
-                parent, effect.child_id, effect.subagent.agent, effect.metadata
+                parent, effect.child_id, effect.subagent.agent, effect.metadata, effect.tool_context
             )
             child.keep = effect.subagent.keep
         else:
@@ -490,7 +486,12 @@ class LocalHost:
         self._arm_timeout(child, reply, effect.timeout)
 
     def _spawn_child(
-        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+        self,
+        parent: AgentNode,
+        child_id: str,
+        spec: Agent[Any],
+        metadata: Mapping[str, Any],
+        tool_context: Any,
     ) -> AgentNode:
         """Start a child whose tree slot is claimed already."""
         context = AgentContext(
@@ -508,7 +509,7 @@ class LocalHost:
             parent.agent_id,
             parent.depth + 1,
             spec,
-            parent.tool_context,  # forwarded unchanged: the same object
+            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
             parent.tree,
             path=(*parent.path, child_id),
             counted=True,
@@ -617,7 +618,9 @@ class LocalHost:
                 parent.tree.live -= 1
             settle(message.future, error=UserError(f"delegation refused: {problem}"))
             return
-        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        child = self._spawn_child(
+            parent, child_id, message.agent, message.metadata, parent.tool_context
+        )
         reply = DelegateReply(parent.agent_id, child_id, message.future)
         self.send(child.agent_id, StartRun(message.task, "", reply))
         self._arm_timeout(child, reply, message.timeout)
