@@ -301,8 +301,8 @@ def render(results: dict[str, Any]) -> str:
     lines.append(
         f"| fan-out: {children:,} children, {fmt_time(get(fan, 'latency_s') or 0.2)} model wait "
         f"| {time_or_error(fan, 'wall_s')} wall | ideal {fmt_time(get(fan, 'latency_s') or 0.2)} "
-        f"| overlap {get(fan, 'overlap') or 0:.0f}x | <= 1.5 s "
-        f"| {verdict(None if wall is None else wall <= 1.5)} |"
+        f"| overlap {get(fan, 'overlap') or 0:.0f}x | <= 1.2 s "
+        f"| {verdict(None if wall is None else wall <= 1.2)} |"
     )
     rows = get(scale, "rows") or []
     biggest = max((r for r in rows if r.get("spawned")), key=lambda r: r["agents"], default=None)
