@@ -8,6 +8,10 @@ class TestMemoryStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return MemoryStore()
 
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
+        assert isinstance(store, MemoryStore)
+        return store.sibling()
+
 
 def test_repr_says_how_many_sessions() -> None:
     store = MemoryStore()

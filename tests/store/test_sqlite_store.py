@@ -26,9 +26,15 @@ class TestSQLiteStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return SQLiteStore(tmp_path / "sessions.db")
 
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db")
+
 
 class TestSQLiteStoreSync(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db", durability="sync")
+
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
         return SQLiteStore(tmp_path / "sessions.db", durability="sync")
 
 
@@ -82,7 +88,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 2
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -125,7 +131,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,14 +142,15 @@ def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.Monkey
         calls.append(1)
         conn.execute("CREATE TABLE labels (session_id TEXT PRIMARY KEY, label TEXT)")
 
+    current = _schema.SCHEMA_VERSION
     monkeypatch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, add_labels])
-    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", current + 1)
     with SQLiteStore(path) as store:
         assert store.last_seq("s1", "root") == 4
     SQLiteStore(path).close()
     assert calls == [1]
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == current + 1
         assert conn.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 0
 
 
@@ -156,17 +163,34 @@ def test_a_failed_migration_leaves_the_old_schema(
         conn.execute("CREATE TABLE labels (x)")
         conn.execute("INSERT INTO no_such_table VALUES (1)")
 
+    current = _schema.SCHEMA_VERSION
     with monkeypatch.context() as patch:
         patch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, broken])
-        patch.setattr(_schema, "SCHEMA_VERSION", 2)
+        patch.setattr(_schema, "SCHEMA_VERSION", current + 1)
         with pytest.raises(StoreError, match=str(path)):
             SQLiteStore(path)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == current
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert "labels" not in tables
     with SQLiteStore(path) as store:
         assert store.last_seq("s1", "root") == 4
+
+
+def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
+    with raw(path) as conn:  # what the previous release wrote: migration 1 only
+        conn.execute("BEGIN IMMEDIATE")
+        _schema.MIGRATIONS[0](conn)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("COMMIT")
+        now = "2025-01-01T00:00:00+00:00"
+        conn.execute("INSERT INTO sessions VALUES ('s1', 'root', '{}', ?, ?, 0)", (now, now))
+    with SQLiteStore(path) as store:
+        store.acquire("s1")
+        assert store.load("s1").root_agent_id == "root"
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
@@ -239,7 +263,7 @@ def test_a_locked_file_is_an_error_that_writes_nothing(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fill(path, events=3)
-    monkeypatch.setattr(_sqlite, "_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr(_schema, "_BUSY_TIMEOUT", 0.05)
     with SQLiteStore(path) as store, raw(path) as other:
         other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
         with pytest.raises(StoreError, match="lock"):
