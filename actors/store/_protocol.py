@@ -29,7 +29,7 @@ class SessionStore(Protocol):
     raises `SessionBusyError` and writes nothing. A session nobody holds can be written through
     any instance. A holder whose process ended holds nothing.
 
-    `SQLiteStore` and `MemoryStore` implement it;
+    `SQLiteStore`, `PostgresStore` and `MemoryStore` implement it;
     `actors.store.conformance.StoreConformance` is the test suite any implementation can run. A
     class that subclasses `SessionStore` explicitly inherits the context-manager methods, which
     call `close`.

@@ -14,7 +14,7 @@ import pytest
 
 from actors import AgentContext
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError, UserError
-from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema, _sqlite
+from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema
 from actors.store.conformance import StoreConformance, sample_context
 
 from .crash_child import BATCH, event
