@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 import threading
+import time
+import weakref
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import partial
 from typing import Any, TypeVar
 
@@ -46,8 +49,20 @@ _OWNER_SETUP = (
 )
 
 
+# When each pooled connection last finished a call. A connection used a moment ago is handed
+# out unchecked (a check costs a round trip per call); one idle longer is checked first, so a
+# connection the server dropped meanwhile (a restart, an idle timeout) is replaced unseen.
+_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+_FRESH_FOR = 1.0
+
+
 def _configure(conn: Connection) -> None:
     conn.execute(_SETUP)
+
+
+def _check(conn: Connection) -> None:
+    if time.monotonic() - _used.get(conn, 0.0) > _FRESH_FOR:
+        ConnectionPool.check_connection(conn)
 
 
 class Link:
@@ -80,7 +95,7 @@ class Link:
             max_size=pool_size,
             kwargs=self._kwargs("actors"),
             configure=_configure,
-            check=ConnectionPool.check_connection,  # a connection the server dropped is replaced
+            check=_check,
             timeout=connect_timeout,
             name="actors-store",
             open=False,
@@ -129,17 +144,29 @@ class Link:
             failure = query_error(self.target, exc, what)
         raise failure
 
-    def run(self, what: str, work: Callable[[Connection], T], *, snapshot: bool = False) -> T:
+    def run(
+        self,
+        what: str,
+        work: Callable[[Connection], T],
+        *,
+        snapshot: bool = False,
+        single: bool = False,
+    ) -> T:
         """Run ``work`` in one transaction on a pooled connection; commit unless it raises.
 
         ``snapshot`` makes it a read-only transaction over one consistent snapshot.
+        ``single`` says ``work`` runs one statement, which is its own transaction: no BEGIN
+        and COMMIT round trips around it.
         """
 
         def transaction() -> T:
-            with self._pool.connection() as conn, conn.transaction():
-                if snapshot:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return work(conn)
+            with self._pool.connection() as conn:
+                with nullcontext() if single else conn.transaction():
+                    if snapshot:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    result = work(conn)
+                _used[conn] = time.monotonic()
+                return result
 
         return self._guard(what, transaction)
 

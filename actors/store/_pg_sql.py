@@ -22,9 +22,16 @@ def quote_ident(name: str) -> str:
     Raises:
         UserError: An empty name, one longer than Postgres keeps (63 bytes), or one with NUL.
     """
-    if not isinstance(name, str) or not name or "\x00" in name or len(name.encode()) > 63:
+    if (
+        not isinstance(name, str)
+        or not name
+        or "\x00" in name
+        or "$" in name  # it would end the dollar-quoted body of the append function
+        or len(name.encode()) > 63
+    ):
         raise UserError(
-            f"schema must be a non-empty Postgres identifier of at most 63 bytes, got {name!r}"
+            "schema must be a non-empty Postgres identifier of at most 63 bytes, without NUL or "
+            f"'$', got {name!r}"
         )
     return '"' + name.replace('"', '""') + '"'
 
@@ -33,6 +40,25 @@ def lock_key(schema: str, session_id: str) -> int:
     """The advisory-lock key (a signed 64-bit integer) of a session in ``schema``."""
     digest = hashlib.blake2b(f"{schema}\x00{session_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def _alive(key: str) -> str:
+    """Whether the owner row ``o`` is backed by the advisory lock ``key`` held by its backend.
+
+    True while the holder's owner connection lives: ``pg_locks`` shows the locks held now, not
+    as of a snapshot.
+    """
+    return f"""EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks AS l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.pid = o.backend_pid
+      AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND l.classid = (({key} >> 32) & 4294967295)::oid
+      AND l.objid = ({key} & 4294967295)::oid
+      AND l.objsubid = 1
+)"""
+
+
+_ALIVE = _alive("%(key)s::bigint")
 
 
 def migrations(schema: str) -> list[list[str]]:
@@ -53,7 +79,6 @@ def migrations(schema: str) -> list[list[str]]:
             data          text NOT NULL,
             created_at    timestamptz NOT NULL,
             updated_at    timestamptz NOT NULL,
-            event_count   bigint NOT NULL DEFAULT 0,
             ordinal       bigint GENERATED ALWAYS AS IDENTITY UNIQUE
         )
         """,
@@ -66,6 +91,9 @@ def migrations(schema: str) -> list[list[str]]:
             status     text NOT NULL,
             position   bigint NOT NULL,
             ordinal    bigint GENERATED ALWAYS AS IDENTITY,
+            -- per agent, not per session: agents of one session append in parallel
+            event_count bigint NOT NULL DEFAULT 0,
+            updated_at  timestamptz NOT NULL,
             PRIMARY KEY (session_id, agent_id)
         )
         """,
@@ -94,23 +122,63 @@ def migrations(schema: str) -> list[list[str]]:
             acquired_at timestamptz NOT NULL
         )
         """,
+        _append_function(s),
     ]
     return [create_v1]
 
 
+def _append_function(s: str) -> str:
+    """A batch append in one statement, so one round trip, for the common case.
+
+    It appends when the batch continues the stored log and nobody else holds the session, and
+    otherwise changes nothing and says why (``missing``, ``busy``, ``unknown agent``, or
+    ``not next`` with the stored last seq, for the store to sort out: a re-append or a gap).
+    Each statement in it takes a new snapshot, so the claim check after the lock sees every
+    claim committed before the lock was granted.
+    """
+    return f"""
+    CREATE FUNCTION {s}.append_batch(
+        p_session text, p_agent text, p_token text, p_key bigint, p_seqs bigint[],
+        p_types text[], p_datas text[], p_times text[], p_now timestamptz,
+        OUT status text, OUT stored_last bigint, OUT holder_host text, OUT holder_pid integer
+    ) LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $append$
+    BEGIN
+        PERFORM 1 FROM {s}.sessions WHERE session_id = p_session FOR KEY SHARE;
+        IF NOT FOUND THEN
+            status := 'missing';
+            RETURN;
+        END IF;
+        SELECT o.host, o.pid INTO holder_host, holder_pid FROM {s}.owners AS o
+        WHERE o.session_id = p_session AND o.token <> p_token AND {_alive("p_key")};
+        IF FOUND THEN
+            status := 'busy';
+            RETURN;
+        END IF;
+        PERFORM 1 FROM {s}.agents WHERE session_id = p_session AND agent_id = p_agent;
+        IF NOT FOUND THEN
+            status := 'unknown agent';
+            RETURN;
+        END IF;
+        stored_last := coalesce((SELECT seq FROM {s}.events
+            WHERE session_id = p_session AND agent_id = p_agent ORDER BY seq DESC LIMIT 1), -1);
+        IF p_seqs[1] <> stored_last + 1 THEN
+            status := 'not next';
+            RETURN;
+        END IF;
+        INSERT INTO {s}.events (session_id, agent_id, seq, type, data, created_at)
+        SELECT p_session, p_agent, e.seq, e.type, e.data, e.created_at
+        FROM unnest(p_seqs, p_types, p_datas, p_times) AS e (seq, type, data, created_at);
+        UPDATE {s}.agents SET updated_at = p_now,
+            event_count = event_count + cardinality(p_seqs)
+        WHERE session_id = p_session AND agent_id = p_agent;
+        status := 'appended';
+    END
+    $append$
+    """
+
+
 SCHEMA_VERSION: Final = len(migrations("actors"))
 """The schema version this library writes."""
-
-# Whether the owner row ``o`` is backed by the advisory lock of session key %(key)s, held by its
-# backend: true while the holder's owner connection lives (pg_locks is not transactional).
-_ALIVE = """EXISTS (
-    SELECT 1 FROM pg_catalog.pg_locks AS l
-    WHERE l.locktype = 'advisory' AND l.granted AND l.pid = o.backend_pid
-      AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-      AND l.classid = ((%(key)s::bigint >> 32) & 4294967295)::oid
-      AND l.objid = (%(key)s::bigint & 4294967295)::oid
-      AND l.objsubid = 1
-)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +195,14 @@ class Statements:
     def s(self) -> str:
         """The quoted schema name."""
         return quote_ident(self.schema)
+
+    def _last(self, session: str, agent: str) -> str:
+        # Not MAX(seq): the planner may aggregate the whole log when its statistics are new;
+        # a backward scan of the primary key reads one entry.
+        return (
+            f"SELECT seq FROM {self.s}.events WHERE session_id = {session}"
+            f" AND agent_id = {agent} ORDER BY seq DESC LIMIT 1"
+        )
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -152,9 +228,14 @@ class Statements:
     # -- ownership --------------------------------------------------------------------------
 
     @property
+    def share_session(self) -> str:
+        """A writer's lock on a session's row: writers share it, an acquirer waits for them."""
+        return f"SELECT 1 FROM {self.s}.sessions WHERE session_id = %(session)s FOR KEY SHARE"
+
+    @property
     def lock_session(self) -> str:
-        """Lock a session's row until the transaction ends: writers and acquirers take turns."""
-        return f"SELECT 1 FROM {self.s}.sessions WHERE session_id = %(session)s FOR NO KEY UPDATE"
+        """An acquirer's (or a delete's) lock on a session's row: it waits for every writer."""
+        return f"SELECT 1 FROM {self.s}.sessions WHERE session_id = %(session)s FOR UPDATE"
 
     @property
     def busy_holder(self) -> str:
@@ -225,18 +306,11 @@ class Statements:
         """Insert an agent or update its record."""
         return (
             f"INSERT INTO {self.s}.agents"
-            " (session_id, agent_id, parent_id, name, status, position)"
-            " VALUES (%(session)s, %(agent)s, %(parent)s, %(name)s, %(status)s, %(position)s)"
-            " ON CONFLICT (session_id, agent_id) DO UPDATE SET parent_id = excluded.parent_id,"
-            " name = excluded.name, status = excluded.status, position = excluded.position"
-        )
-
-    @property
-    def touch(self) -> str:
-        """Record a write: the session's ``updated_at`` and its event count."""
-        return (
-            f"UPDATE {self.s}.sessions SET updated_at = %(now)s,"
-            " event_count = event_count + %(added)s WHERE session_id = %(session)s"
+            " (session_id, agent_id, parent_id, name, status, position, updated_at)"
+            " VALUES (%(session)s, %(agent)s, %(parent)s, %(name)s, %(status)s, %(position)s,"
+            " %(now)s) ON CONFLICT (session_id, agent_id) DO UPDATE SET"
+            " parent_id = excluded.parent_id, name = excluded.name, status = excluded.status,"
+            " position = excluded.position, updated_at = excluded.updated_at"
         )
 
     @property
@@ -255,8 +329,7 @@ class Statements:
         return (
             f"SELECT EXISTS (SELECT 1 FROM {self.s}.agents"
             " WHERE session_id = %(session)s AND agent_id = %(agent)s),"
-            f" (SELECT MAX(seq) FROM {self.s}.events"
-            " WHERE session_id = %(session)s AND agent_id = %(agent)s),"
+            f" ({self._last('%(session)s', '%(agent)s')}),"
             f" b.host, b.pid FROM (SELECT 1) AS one LEFT JOIN ({self.busy_holder}) AS b ON true"
         )
 
@@ -269,23 +342,33 @@ class Statements:
         )
 
     @property
+    def append_batch(self) -> str:
+        """Append a batch in one statement (see the ``append_batch`` function)."""
+        return (
+            f"SELECT status, stored_last, holder_host, holder_pid FROM {self.s}.append_batch("
+            "%(session)s, %(agent)s, %(token)s, %(key)s, %(seqs)b::bigint[], %(types)b::text[],"
+            " %(datas)b::text[], %(times)b::text[], %(now)s)"
+        )
+
+    @property
     def insert_events(self) -> str:
         """Insert a batch of one agent's events (parallel arrays) and count them: one statement."""
         return (
             f"WITH inserted AS (INSERT INTO {self.s}.events"
             " (session_id, agent_id, seq, type, data, created_at)"
             " SELECT %(session)s, %(agent)s, e.seq, e.type, e.data, e.created_at"
-            " FROM unnest(%(seqs)s::bigint[], %(types)s::text[], %(datas)s::text[],"
-            " %(times)s::text[]) AS e (seq, type, data, created_at))"
-            f" {self.touch}"
+            " FROM unnest(%(seqs)b::bigint[], %(types)b::text[], %(datas)b::text[],"
+            " %(times)b::text[]) AS e (seq, type, data, created_at))"
+            f" UPDATE {self.s}.agents SET updated_at = %(now)s,"
+            " event_count = event_count + %(added)s"
+            " WHERE session_id = %(session)s AND agent_id = %(agent)s"
         )
 
     @property
     def last_seq(self) -> str:
         """A session's existence, and an agent's highest seq in it."""
         return (
-            f"SELECT (SELECT MAX(seq) FROM {self.s}.events"
-            " WHERE session_id = s.session_id AND agent_id = %(agent)s)"
+            f"SELECT ({self._last('s.session_id', '%(agent)s')})"
             f" FROM {self.s}.sessions AS s WHERE s.session_id = %(session)s"
         )
 
@@ -295,8 +378,10 @@ class Statements:
     def load_head(self) -> str:
         """A session's root, data and timestamps."""
         return (
-            f"SELECT root_agent_id, data, created_at, updated_at FROM {self.s}.sessions"
-            " WHERE session_id = %(session)s"
+            "SELECT s.root_agent_id, s.data, s.created_at,"
+            f" GREATEST(s.updated_at, (SELECT MAX(a.updated_at) FROM {self.s}.agents AS a"
+            f" WHERE a.session_id = s.session_id)) FROM {self.s}.sessions AS s"
+            " WHERE s.session_id = %(session)s"
         )
 
     @property
@@ -319,7 +404,9 @@ class Statements:
     def list_sessions(self) -> str:
         """Every session with its counts, the most recently created first."""
         return (
-            "SELECT s.session_id, s.root_agent_id, s.data, s.created_at, s.updated_at,"
-            f" (SELECT COUNT(*) FROM {self.s}.agents AS a WHERE a.session_id = s.session_id),"
-            f" s.event_count FROM {self.s}.sessions AS s ORDER BY s.ordinal DESC"
+            "SELECT s.session_id, s.root_agent_id, s.data, s.created_at,"
+            " GREATEST(s.updated_at, MAX(a.updated_at)), COUNT(a.agent_id),"
+            f" COALESCE(SUM(a.event_count), 0) FROM {self.s}.sessions AS s"
+            f" LEFT JOIN {self.s}.agents AS a ON a.session_id = s.session_id"
+            " GROUP BY s.session_id ORDER BY s.ordinal DESC"
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from actors._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
 from actors.store._batch import (
+    EncodedEvent,
     check_id,
     check_record,
     encode_data,
@@ -166,13 +167,15 @@ class PostgresStore(SessionStore):
             **more,
         }
 
-    def _lock_session(self, conn: Connection, session_id: str) -> bool:
-        """Lock the session's row (writers and acquirers take turns); False when it is missing.
+    def _lock_session(self, conn: Connection, session_id: str, *, share: bool = True) -> bool:
+        """Lock the session's row until the transaction ends; False when the session is missing.
 
-        Whatever runs after it in the transaction sees every claim committed before the lock
-        was granted (a new statement takes a new snapshot).
+        Writers share the lock; an acquirer (or a delete) takes it alone, so it waits for the
+        writers in flight and they wait for it. A statement that runs after the lock was
+        granted sees every claim committed before (each statement takes a new snapshot).
         """
-        return conn.execute(self._sql.lock_session, {"session": session_id}).fetchone() is not None
+        sql = self._sql.share_session if share else self._sql.lock_session
+        return conn.execute(sql, {"session": session_id}).fetchone() is not None
 
     def _check_writer(self, conn: Connection, session_id: str) -> None:
         row = conn.execute(self._sql.busy_holder, self._params(session_id)).fetchone()
@@ -218,7 +221,6 @@ class PostgresStore(SessionStore):
             "status": record.status,
             "position": record.position,
             "now": self._now(),
-            "added": 0,
         }
 
         def work(conn: Connection) -> None:
@@ -226,14 +228,31 @@ class PostgresStore(SessionStore):
                 raise self._missing(session_id)
             self._check_writer(conn, session_id)
             conn.execute(self._sql.put_agent, params)
-            conn.execute(self._sql.touch, params)
 
         self._open().run("putting an agent", work)
 
     def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)
-        params = self._params(session_id, agent=agent_id)
+        params = self._params(session_id, agent=agent_id, now=self._now())
+        # Common case, one round trip: the batch continues the log (the server checks).
+        if batch:
+            # Contiguous, from a seq >= 0 (the server checks where the log ends).
+            new_events(session_id, agent_id, batch, batch[0].seq - 1, lambda a, b: {})
+            status, _, host, pid = self._open().run(
+                "appending events",
+                lambda conn: (
+                    conn.execute(
+                        self._sql.append_batch, {**params, **self._columns(batch)}
+                    ).fetchone()
+                    or ("", None, None, None)
+                ),
+                single=True,
+            )
+            if status == "appended":
+                return
+            self._refuse(status, session_id, agent_id, host, pid)
+        # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
 
         def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
             rows = conn.execute(self._sql.stored_events, {**params, "first": first, "last": last})
@@ -242,36 +261,48 @@ class PostgresStore(SessionStore):
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
                 raise self._missing(session_id)
-            known, last, holder_host, holder_pid = conn.execute(
-                self._sql.append_head, params
-            ).fetchone() or (False, None, None, None)
-            if holder_pid is not None:
-                raise busy(session_id, holder_host, holder_pid, self.url)
-            if not known:
-                raise StoreError(
-                    f"agent {agent_id!r} is not part of session {session_id!r} in {self.url}; "
-                    "put_agent() it before appending its events"
-                )
+            known, last, host, pid = conn.execute(self._sql.append_head, params).fetchone() or (
+                False,
+                None,
+                None,
+                None,
+            )
+            self._refuse("busy" if pid is not None else "", session_id, agent_id, host, pid)
+            self._refuse("" if known else "unknown agent", session_id, agent_id, None, None)
             last_seq = -1 if last is None else int(last)
             fresh = new_events(
                 session_id, agent_id, batch, last_seq, lambda a, b: stored(conn, a, b)
             )
-            if not fresh:
-                return
-            conn.execute(
-                self._sql.insert_events,
-                {
-                    **params,
-                    "seqs": [event.seq for event in fresh],
-                    "types": [event.type for event in fresh],
-                    "datas": [event.data for event in fresh],
-                    "times": [event.created_at for event in fresh],
-                    "now": self._now(),
-                    "added": len(fresh),
-                },
-            )
+            if fresh:
+                conn.execute(
+                    self._sql.insert_events,
+                    {**params, **self._columns(fresh), "added": len(fresh)},
+                )
 
         self._open().run("appending events", work)
+
+    @staticmethod
+    def _columns(batch: Sequence[EncodedEvent]) -> dict[str, list[Any]]:
+        return {
+            "seqs": [event.seq for event in batch],
+            "types": [event.type for event in batch],
+            "datas": [event.data for event in batch],
+            "times": [event.created_at for event in batch],
+        }
+
+    def _refuse(
+        self, status: str, session_id: str, agent_id: str, host: str | None, pid: int | None
+    ) -> None:
+        """Raise what a refused append means; do nothing for any other status."""
+        if status == "missing":
+            raise self._missing(session_id)
+        if status == "busy":
+            raise busy(session_id, host, pid, self.url)
+        if status == "unknown agent":
+            raise StoreError(
+                f"agent {agent_id!r} is not part of session {session_id!r} in {self.url}; "
+                "put_agent() it before appending its events"
+            )
 
     def load(self, session_id: str) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
@@ -319,7 +350,7 @@ class PostgresStore(SessionStore):
         """Delete a session with its agents and events. See `SessionStore.delete`."""
 
         def work(conn: Connection) -> None:
-            if not self._lock_session(conn, session_id):
+            if not self._lock_session(conn, session_id, share=False):
                 raise self._missing(session_id)
             self._check_writer(conn, session_id)
             conn.execute(self._sql.delete, {"session": session_id})
@@ -344,7 +375,7 @@ class PostgresStore(SessionStore):
         if conn.execute(self._sql.claim, params).fetchone() is None:
             row = conn.execute(self._sql.holder, params).fetchone()
             raise busy(session_id, row and row[0], row and row[1], self.url)
-        self._lock_session(conn, session_id)  # writers in flight finish first
+        self._lock_session(conn, session_id, share=False)  # writers in flight finish first
         (locked,) = conn.execute(self._sql.try_lock, params).fetchone() or (False,)
         if not locked:  # a holder that claimed no row yet, or a stale lock: not ours to take
             raise busy(session_id, None, None, self.url)

@@ -320,7 +320,7 @@ def test_a_call_cut_off_is_a_connection_error_and_safe_to_retry(
     ):
         fill(store, events=2)
         batch = [event(seq) for seq in range(2, 12)]
-        fired = proxy.cut_when(b"COMMIT", deliver=committed)
+        fired = proxy.cut_when(b"append_batch", deliver=committed)
         with pytest.raises(StoreConnectionError, match=r"lost the connection.*retrying it is safe"):
             store.append_events("s1", "root", batch)
         assert fired.is_set()
