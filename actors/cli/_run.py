@@ -84,7 +84,7 @@ def run_agent(args: argparse.Namespace) -> int:
     tool_context = json_object(args.tool_context, "--tool-context")
     metadata = json_object(args.metadata, "--metadata")
     out = Output.for_stdout(plain=args.plain)
-    store = open_store(args.db, create=True)
+    store = open_store(args.db, create=True, store=args.store)
     with store, Runtime() as runtime:
         stored = _existing(store, args.session)
         ref: AgentRef[Any]

@@ -145,10 +145,10 @@ def _os_user() -> str:
 
 
 def _detail(target: Target, exc: BaseException) -> str:
-    """The driver's message in one line, scrubbed, without libpq's 'connection failed' noise."""
+    """The driver's message as one sentence, scrubbed, without libpq's 'connection failed'."""
     lines = [line.strip() for line in target.scrub(str(exc)).splitlines() if line.strip()]
-    text = " ".join(lines) or type(exc).__name__
-    return re.sub(r"^connection failed: ", "", text)
+    text = re.sub(r"^connection failed: ", "", " ".join(lines) or type(exc).__name__)
+    return text if text.endswith((".", "?", "!")) else f"{text}."
 
 
 def connect_error(target: Target, exc: psycopg.Error) -> StoreError:
@@ -158,7 +158,7 @@ def connect_error(target: Target, exc: psycopg.Error) -> StoreError:
     if any(phrase in lower for phrase in _AUTH_PHRASES):
         return StoreAuthenticationError(
             f"the PostgreSQL server at {target.server} refused user {target.user!r} for "
-            f"database {target.dbname!r}: {detail}. Check the user name and password (keep the "
+            f"database {target.dbname!r}: {detail} Check the user name and password (keep the "
             "password in PGPASSWORD or ~/.pgpass rather than in the connection string)"
         )
     if _MISSING_DB.search(detail):
@@ -169,7 +169,7 @@ def connect_error(target: Target, exc: psycopg.Error) -> StoreError:
         )
     return StoreConnectionError(
         f"cannot connect to the PostgreSQL server at {target.server} (database "
-        f"{target.dbname!r}, user {target.user!r}): {detail}. Check that the server runs and "
+        f"{target.dbname!r}, user {target.user!r}): {detail} Check that the server runs and "
         "that the host and port are right"
     )
 
@@ -184,16 +184,16 @@ def query_error(target: Target, exc: psycopg.Error, what: str) -> StoreError:
     ):
         return StoreConnectionError(
             f"lost the connection to the PostgreSQL server at {target.server} while {what}: "
-            f"{detail}. The call may or may not have been committed; retrying it is safe "
+            f"{detail} The call may or may not have been committed; retrying it is safe "
             "(events already stored are skipped)"
         )
     if state == "42501":
-        hint = "grant the user the privileges the store needs on its schema"
+        hint = "Grant the user the privileges the store needs on its schema."
     elif state == "25006":
-        hint = "connect to the primary server: this one is read-only"
+        hint = "Connect to the primary server: this one is read-only."
     elif state.startswith("23"):
-        hint = "another writer changed the same rows at once; reload the session and retry"
+        hint = "Another writer changed the same rows at once; reload the session and retry."
     else:
-        hint = "see the server's log for details"
+        hint = "See the server's log for details."
     code = f" (SQLSTATE {state})" if state else ""
-    return StoreError(f"{what} failed on {where}: {detail}{code}; {hint}")
+    return StoreError(f"{what} failed on {where}{code}: {detail} {hint}")
