@@ -20,11 +20,8 @@ open a second instance on the same sessions with `StoreConformance.make_peer`.
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,130 +30,20 @@ import pytest
 
 from actors._agent_context import AgentContext
 from actors._events import Event
-from actors._messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from actors._update import ContextUpdate
-from actors._usage import Usage
-from actors.exceptions import SessionBusyError, SessionNotFoundError, StoreError, UserError
+from actors.exceptions import SessionNotFoundError, StoreError, UserError
+from actors.store._conformance_base import EPOCH, counting_clock, sample_context
+from actors.store._conformance_ownership import OwnershipConformance
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord
 
 __all__ = ["StoreConformance", "counting_clock", "sample_context"]
 
-_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 
-
-def counting_clock(start: datetime = _EPOCH) -> Callable[[], datetime]:
-    """A clock that ticks one millisecond per reading: distinct, ordered, reproducible."""
-    ticks = iter(range(1 << 62))
-    return lambda: start + timedelta(milliseconds=next(ticks))
-
-
-def sample_context(agent_id: str = "root", *, parent_id: str | None = None) -> AgentContext:
-    """A context whose log holds every kind of event that changes what a restore sees.
-
-    Messages of every role, tool calls and results, a replaced message, metadata updates,
-    usage, an open suspension and a user event type.
-    """
-    ctx = AgentContext(
-        agent_id,
-        name=f"{agent_id}-spec",
-        parent_id=parent_id,
-        metadata={"user": {"name": "Ada"}, "notes": []},
-        clock=counting_clock(),
-    )
-    ctx.add_message(SystemMessage(content="You are terse."))
-    ctx.log_event("turn_start", {"run_id": "run-1"})
-    ctx.add_message(UserMessage(content="Look up the weather, then note it."))
-    ctx.increment_iteration()
-    call = ToolCall(id="call-1", name="weather", arguments={"city": "Paris", "days": [1, 2]})
-    ctx.add_message(AssistantMessage(content="", tool_calls=(call,)))
-    ctx.add_usage(Usage(requests=1, input_tokens=120, output_tokens=14))
-    ctx.add_tool_call(call)
-    ctx.add_message(
-        ToolResultMessage(tool_call_id="call-1", tool_name="weather", content="Sunny, 21.5°C")
-    )
-    ctx.apply_update(
-        ContextUpdate()
-        .append("notes", "sunny in Paris")
-        .merge("user", {"city": "Paris"})
-        .log_event("app.note", {"text": "weather checked", "score": 0.75})
-    )
-    ctx.replace_message(1, UserMessage(content="Weather in Paris?"))
-    approval = ToolCall(id="call-2", name="approve", arguments={})
-    ctx.add_message(AssistantMessage(content="Asking.", tool_calls=(approval,)))
-    ctx.log_event(
-        "suspended",
-        {
-            "request": {"id": "req-1", "kind": "approval", "prompt": "Send it?"},
-            "tool_call": approval.model_dump(mode="json"),
-        },
-    )
-    return ctx
-
-
-class StoreConformance(ABC):
-    """Tests every `SessionStore` must pass. Subclass it and implement `make_store`.
+class StoreConformance(OwnershipConformance):
+    """Tests every `SessionStore` must pass. Subclass it; implement `make_store` and `make_peer`.
 
     The test class's name must start with ``Test`` for pytest to collect it.
     """
-
-    @abstractmethod
-    def make_store(self, tmp_path: Path) -> SessionStore:
-        """Return a new, empty store; ``tmp_path`` is a fresh directory it may use."""
-
-    @abstractmethod
-    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
-        """Return a second store instance on the same sessions as ``store``.
-
-        As another process would open it: the same file, database or shared memory, with
-        holds of its own. ``tmp_path`` is the directory given to `make_store`.
-        """
-
-    @pytest.fixture
-    def peer(self, store: SessionStore, tmp_path: Path) -> Iterator[SessionStore]:
-        """A second instance on the same sessions as ``store``, closed after the test."""
-        peer = self.make_peer(store, tmp_path)
-        try:
-            yield peer
-        finally:
-            peer.close()
-
-    @pytest.fixture
-    def store(self, tmp_path: Path) -> Iterator[SessionStore]:
-        """A new store, closed after the test."""
-        store = self.make_store(tmp_path)
-        try:
-            yield store
-        finally:
-            store.close()
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    @staticmethod
-    def _session(store: SessionStore, session_id: str = "s1", *agents: str) -> None:
-        root = agents[0] if agents else "root"
-        store.create_session(session_id, root_agent_id=root, data={"spec": "assistant"})
-        for position, agent_id in enumerate(agents or ("root",)):
-            parent = None if position == 0 else root
-            store.put_agent(session_id, AgentRecord(agent_id, parent, "spec", "idle", position))
-
-    @staticmethod
-    def _events(agent_id: str, first: int, count: int, tag: str = "") -> list[Event]:
-        return [
-            Event(
-                seq=seq,
-                type="app.step",
-                data={"agent": agent_id, "n": seq, "tag": tag},
-                created_at=_EPOCH + timedelta(seconds=seq),
-            )
-            for seq in range(first, first + count)
-        ]
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -348,7 +235,7 @@ class StoreConformance(ABC):
         """An event re-created with a new timestamp but the same content is the same event."""
         self._session(store)
         store.append_events("s1", "root", self._events("root", 0, 2))
-        again = [e.model_copy(update={"created_at": _EPOCH}) for e in self._events("root", 0, 2)]
+        again = [e.model_copy(update={"created_at": EPOCH}) for e in self._events("root", 0, 2)]
         store.append_events("s1", "root", again)
         assert store.last_seq("s1", "root") == 1
 
@@ -373,7 +260,7 @@ class StoreConformance(ABC):
         self._session(store)
         with pytest.raises(UserError):
             store.append_events("s1", "root", [{"seq": 0}])  # type: ignore[list-item]
-        bad = Event(seq=0, type="app.x", data={"at": datetime.now(UTC)}, created_at=_EPOCH)
+        bad = Event(seq=0, type="app.x", data={"at": datetime.now(UTC)}, created_at=EPOCH)
         with pytest.raises(UserError, match="seq 0"):
             store.append_events("s1", "root", [bad])
         assert store.last_seq("s1", "root") == -1
@@ -441,146 +328,6 @@ class StoreConformance(ABC):
                 call()
             assert isinstance(caught.value, StoreError)
             assert isinstance(caught.value, KeyError)
-
-    # -- ownership --------------------------------------------------------------------------
-
-    def test_acquire_and_release_are_idempotent(self, store: SessionStore) -> None:
-        """The holder acquires again harmlessly, writes as before, and releases twice."""
-        self._session(store)
-        store.acquire("s1")
-        store.acquire("s1")
-        store.append_events("s1", "root", self._events("root", 0, 2))
-        store.release("s1")
-        store.release("s1")
-        store.release("never-held")
-        assert store.last_seq("s1", "root") == 1
-
-    def test_a_session_can_be_acquired_before_it_exists(
-        self, store: SessionStore, peer: SessionStore
-    ) -> None:
-        """A host claims a session id first, then creates the session."""
-        store.acquire("new")
-        with pytest.raises(SessionBusyError):
-            peer.create_session("new", root_agent_id="root")
-        self._session(store, "new")
-        store.append_events("new", "root", self._events("root", 0, 1))
-        assert [info.session_id for info in peer.list_sessions()] == ["new"]
-
-    def test_a_held_session_refuses_every_other_writer(
-        self, store: SessionStore, peer: SessionStore
-    ) -> None:
-        """Writes through another instance raise SessionBusyError and write nothing."""
-        self._session(store)
-        store.append_events("s1", "root", self._events("root", 0, 3))
-        store.acquire("s1")
-        before = store.load("s1")
-        writes: list[Callable[[], object]] = [
-            lambda: peer.append_events("s1", "root", self._events("root", 3, 2)),
-            lambda: peer.append_events("s1", "root", self._events("root", 0, 3)),
-            lambda: peer.put_agent("s1", AgentRecord("child", "root", "spec", "idle", 1)),
-            lambda: peer.create_session("s1", root_agent_id="root"),
-            lambda: peer.delete("s1"),
-            lambda: peer.acquire("s1"),
-        ]
-        for write in writes:
-            with pytest.raises(SessionBusyError, match="s1") as caught:
-                write()
-            assert caught.value.session_id == "s1"
-        after = peer.load("s1")  # reading is never refused
-        assert after.agents == before.agents
-        assert peer.last_seq("s1", "root") == 2
-        assert [info.event_count for info in peer.list_sessions()] == [3]
-        store.append_events("s1", "root", self._events("root", 3, 1))
-        assert peer.last_seq("s1", "root") == 3
-
-    def test_the_busy_error_names_the_holder(self, store: SessionStore, peer: SessionStore) -> None:
-        """The holder is named by host and process id, and the error says what to do."""
-        store.acquire("s1")
-        with pytest.raises(SessionBusyError) as caught:
-            peer.acquire("s1")
-        error = caught.value
-        assert (error.holder_host, error.holder_pid) == (socket.gethostname(), os.getpid())
-        assert str(os.getpid()) in str(error)
-        assert isinstance(error, StoreError)
-
-    def test_sessions_nobody_holds_stay_writable(
-        self, store: SessionStore, peer: SessionStore
-    ) -> None:
-        """Holding one session leaves the others to everyone."""
-        self._session(store, "s1")
-        self._session(store, "s2")
-        store.acquire("s1")
-        peer.acquire("s2")
-        peer.append_events("s2", "root", self._events("root", 0, 2))
-        store.append_events("s1", "root", self._events("root", 0, 1))
-        with pytest.raises(SessionBusyError):
-            store.append_events("s2", "root", self._events("root", 2, 1))
-        assert (store.last_seq("s1", "root"), store.last_seq("s2", "root")) == (0, 1)
-
-    def test_release_frees_the_session(self, store: SessionStore, peer: SessionStore) -> None:
-        """After release another instance can acquire it; then the first one is refused."""
-        self._session(store)
-        store.acquire("s1")
-        peer.release("s1")  # releasing what another instance holds does nothing
-        with pytest.raises(SessionBusyError):
-            peer.acquire("s1")
-        store.release("s1")
-        peer.acquire("s1")
-        peer.append_events("s1", "root", self._events("root", 0, 1))
-        with pytest.raises(SessionBusyError):
-            store.append_events("s1", "root", self._events("root", 1, 1))
-        assert store.last_seq("s1", "root") == 0
-
-    def test_close_releases_everything(self, store: SessionStore, tmp_path: Path) -> None:
-        """Closing the holder frees every session it held."""
-        self._session(store, "s1")
-        self._session(store, "s2")
-        holder = self.make_peer(store, tmp_path)
-        try:
-            holder.acquire("s1")
-            holder.acquire("s2")
-            with pytest.raises(SessionBusyError):
-                store.acquire("s1")
-        finally:
-            holder.close()
-        holder.release("s1")  # harmless after close
-        store.acquire("s1")
-        store.acquire("s2")
-        store.append_events("s2", "root", self._events("root", 0, 1))
-        assert store.last_seq("s2", "root") == 0
-
-    def test_one_of_two_racing_instances_wins(
-        self, store: SessionStore, peer: SessionStore
-    ) -> None:
-        """Two instances acquiring at once from two threads: exactly one holds the session."""
-        start = threading.Barrier(2)
-        outcomes: dict[int, str] = {}
-
-        def claim(index: int, which: SessionStore) -> None:
-            start.wait()
-            try:
-                which.acquire("race")
-                outcomes[index] = "won"
-            except SessionBusyError:
-                outcomes[index] = "busy"
-            except BaseException as exc:  # reported below: a thread cannot fail the test
-                outcomes[index] = repr(exc)
-
-        threads = [threading.Thread(target=claim, args=pair) for pair in enumerate([store, peer])]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
-        assert sorted(outcomes.values()) == ["busy", "won"]
-
-    def test_acquire_refuses_bad_ids_and_a_closed_store(self, tmp_path: Path) -> None:
-        """An empty id is a caller mistake; a closed store acquires nothing."""
-        store = self.make_store(tmp_path)
-        with pytest.raises(UserError):
-            store.acquire("")
-        store.close()
-        with pytest.raises(StoreError):
-            store.acquire("s1")
 
     # -- threads and lifetime ---------------------------------------------------------------
 
