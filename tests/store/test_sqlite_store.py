@@ -4,6 +4,7 @@ import hashlib
 import os
 import random
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from actors import AgentContext
-from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError, UserError
-from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema
+from actors.exceptions import (
+    CorruptStoreError,
+    SchemaVersionError,
+    SessionBusyError,
+    StoreError,
+    UserError,
+)
+from actors.store import AgentRecord, SessionStore, SQLiteStore, _owner, _schema
 from actors.store.conformance import StoreConformance, sample_context
 
 from .crash_child import BATCH, event
@@ -336,3 +343,49 @@ def test_sigkill_loses_nothing_committed(path: Path, durability: str, seed: int)
         assert stored == [event(seq).model_dump(mode="json") for seq in range(last_seq + 1)]
         # The next run restarts at the last reported batch: re-appending it must be harmless.
         first = reported
+
+
+# -- who holds a session --------------------------------------------------------------------------
+
+
+def forge_holder(path: Path, host: str, pid: int, started: str) -> None:
+    """Record a holder of session s1 as another process would have."""
+    fill(path, events=1)
+    with raw(path) as conn:
+        conn.execute(
+            "INSERT INTO owners VALUES ('s1', ?, ?, ?, 'another-store', '2025-01-01T00:00:00')",
+            (host, pid, started),
+        )
+
+
+def test_a_holder_whose_process_ended_holds_nothing(path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "import os; print(os.getpid())"])
+    dead.wait()
+    forge_holder(path, socket.gethostname(), dead.pid, "boot:1")
+    with SQLiteStore(path) as store:
+        store.append_events("s1", "root", [event(1)])
+        store.acquire("s1")
+
+
+def test_a_reused_pid_is_not_the_holder(path: Path) -> None:
+    # pid 1 runs, but it is not the process that started at the recorded moment.
+    forge_holder(path, socket.gethostname(), 1, "another-boot:42")
+    with SQLiteStore(path) as store:
+        store.acquire("s1")
+
+
+def test_a_live_holder_in_another_process_keeps_the_session(path: Path) -> None:
+    started = _owner.process_start(1)
+    assert started is not None
+    forge_holder(path, socket.gethostname(), 1, started)
+    with SQLiteStore(path) as store:
+        with pytest.raises(SessionBusyError, match="process 1 on host"):
+            store.append_events("s1", "root", [event(1)])
+        assert store.last_seq("s1", "root") == 0
+
+
+def test_a_holder_on_another_host_is_taken_as_alive(path: Path) -> None:
+    forge_holder(path, "elsewhere.invalid", 4242, "")
+    with SQLiteStore(path) as store, pytest.raises(SessionBusyError) as caught:
+        store.acquire("s1")
+    assert (caught.value.holder_host, caught.value.holder_pid) == ("elsewhere.invalid", 4242)
