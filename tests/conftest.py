@@ -39,8 +39,8 @@ def _no_postgres(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason}; CI must start one (.ci/services/postgres.sh)", pytrace=False)
     pytest.skip(
-        f"{reason}: the PostgreSQL tests need a server (bash .ci/services/postgres.sh start DIR, "
-        f"then source DIR/postgres.env, sets {POSTGRES_DSN_VAR})"
+        f"{reason}: the PostgreSQL tests need a server; 'bash .ci/services/postgres.sh start DIR' "
+        f"starts one and 'source DIR/postgres.env' sets {POSTGRES_DSN_VAR}"
     )
 
 
