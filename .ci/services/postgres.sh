@@ -13,8 +13,9 @@ set -euo pipefail
 
 usage="usage: $0 start|stop STATE_DIR"
 action="${1:?$usage}"
-state="${2:?$usage}"
+state="$(realpath -m "${2:?$usage}")"
 os_user="${ACTORS_PG_OS_USER:-postgres}"
+cd /  # the server's user may not enter the caller's directory
 
 say() { echo "postgres: $*" >&2; }
 

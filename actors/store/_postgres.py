@@ -24,7 +24,8 @@ from actors.store._batch import (
     stored_agents,
 )
 from actors.store._owner import busy, close_holder, new_holder
-from actors.store._pg_sql import Statements, lock_key
+from actors.store._pg_holds import Holds
+from actors.store._pg_sql import Statements
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
@@ -122,8 +123,7 @@ class PostgresStore(SessionStore):
         self._target = target_type.parse(dsn)
         self._clock = clock
         self._lock = threading.Lock()
-        self._held: set[str] = set()
-        self._holder = new_holder(self)
+        self._holds = Holds(self._sql, new_holder(self), self._target.url)
         self._link: Link | None = link_type(
             self._target, self._sql, pool_size=pool_size, connect_timeout=connect_timeout
         )
@@ -159,14 +159,6 @@ class PostgresStore(SessionStore):
             "store.list_sessions() lists the sessions it holds"
         )
 
-    def _params(self, session_id: str, **more: Any) -> dict[str, Any]:
-        return {
-            "session": session_id,
-            "token": self._holder.token,
-            "key": lock_key(self.schema, session_id),
-            **more,
-        }
-
     def _lock_session(self, conn: Connection, session_id: str, *, share: bool = True) -> bool:
         """Lock the session's row until the transaction ends; False when the session is missing.
 
@@ -176,11 +168,6 @@ class PostgresStore(SessionStore):
         """
         sql = self._sql.share_session if share else self._sql.lock_session
         return conn.execute(sql, {"session": session_id}).fetchone() is not None
-
-    def _check_writer(self, conn: Connection, session_id: str) -> None:
-        row = conn.execute(self._sql.busy_holder, self._params(session_id)).fetchone()
-        if row is not None:
-            raise busy(session_id, row[0], row[1], self.url)
 
     # -- the protocol -----------------------------------------------------------------------
 
@@ -198,7 +185,7 @@ class PostgresStore(SessionStore):
 
         def work(conn: Connection) -> None:
             self._lock_session(conn, session_id)
-            self._check_writer(conn, session_id)
+            self._holds.check_writer(conn, session_id)
             params = {"session": session_id, "root": root_agent_id, "data": encoded, "now": now}
             conn.execute(self._sql.create_session, params)
             (root,) = conn.execute(self._sql.root_of, params).fetchone() or (None,)
@@ -226,7 +213,7 @@ class PostgresStore(SessionStore):
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
                 raise self._missing(session_id)
-            self._check_writer(conn, session_id)
+            self._holds.check_writer(conn, session_id)
             conn.execute(self._sql.put_agent, params)
 
         self._open().run("putting an agent", work)
@@ -234,10 +221,11 @@ class PostgresStore(SessionStore):
     def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)
-        params = self._params(session_id, agent=agent_id, now=self._now())
-        # Common case, one round trip: the batch continues the log (the server checks).
+        params = self._holds.params(session_id, agent=agent_id, now=self._now())
         if batch:
-            # Contiguous, from a seq >= 0 (the server checks where the log ends).
+            # The common case in one round trip: the batch continues the stored log. Here: is
+            # it contiguous, from a seq >= 0? The server checks that it starts where the log
+            # ends, and appends it, or says why not.
             new_events(session_id, agent_id, batch, batch[0].seq - 1, lambda a, b: {})
             status, _, host, pid = self._open().run(
                 "appending events",
@@ -251,7 +239,12 @@ class PostgresStore(SessionStore):
             )
             if status == "appended":
                 return
-            self._refuse(status, session_id, agent_id, host, pid)
+            if status == "missing":
+                raise self._missing(session_id)
+            if status == "busy":
+                raise busy(session_id, host, pid, self.url)
+            if status == "unknown agent":
+                raise self._unknown_agent(session_id, agent_id)
         # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
 
         def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
@@ -261,14 +254,12 @@ class PostgresStore(SessionStore):
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
                 raise self._missing(session_id)
-            known, last, host, pid = conn.execute(self._sql.append_head, params).fetchone() or (
-                False,
-                None,
-                None,
-                None,
-            )
-            self._refuse("busy" if pid is not None else "", session_id, agent_id, host, pid)
-            self._refuse("" if known else "unknown agent", session_id, agent_id, None, None)
+            head = conn.execute(self._sql.append_head, params).fetchone()
+            known, last, host, pid = head or (False, None, None, None)
+            if pid is not None:
+                raise busy(session_id, host, pid, self.url)
+            if not known:
+                raise self._unknown_agent(session_id, agent_id)
             last_seq = -1 if last is None else int(last)
             fresh = new_events(
                 session_id, agent_id, batch, last_seq, lambda a, b: stored(conn, a, b)
@@ -290,19 +281,11 @@ class PostgresStore(SessionStore):
             "times": [event.created_at for event in batch],
         }
 
-    def _refuse(
-        self, status: str, session_id: str, agent_id: str, host: str | None, pid: int | None
-    ) -> None:
-        """Raise what a refused append means; do nothing for any other status."""
-        if status == "missing":
-            raise self._missing(session_id)
-        if status == "busy":
-            raise busy(session_id, host, pid, self.url)
-        if status == "unknown agent":
-            raise StoreError(
-                f"agent {agent_id!r} is not part of session {session_id!r} in {self.url}; "
-                "put_agent() it before appending its events"
-            )
+    def _unknown_agent(self, session_id: str, agent_id: str) -> StoreError:
+        return StoreError(
+            f"agent {agent_id!r} is not part of session {session_id!r} in {self.url}; "
+            "put_agent() it before appending its events"
+        )
 
     def load(self, session_id: str) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
@@ -352,7 +335,7 @@ class PostgresStore(SessionStore):
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id, share=False):
                 raise self._missing(session_id)
-            self._check_writer(conn, session_id)
+            self._holds.check_writer(conn, session_id)
             conn.execute(self._sql.delete, {"session": session_id})
 
         self._open().run("deleting a session", work)
@@ -369,53 +352,21 @@ class PostgresStore(SessionStore):
 
     # -- ownership --------------------------------------------------------------------------
 
-    def _claim(self, conn: Connection, session_id: str) -> None:
-        """Record this store as the holder and take the session's lock, or raise busy."""
-        params = self._params(session_id, host=self._holder.host, pid=self._holder.pid)
-        if conn.execute(self._sql.claim, params).fetchone() is None:
-            row = conn.execute(self._sql.holder, params).fetchone()
-            raise busy(session_id, row and row[0], row and row[1], self.url)
-        self._lock_session(conn, session_id, share=False)  # writers in flight finish first
-        (locked,) = conn.execute(self._sql.try_lock, params).fetchone() or (False,)
-        if not locked:  # a holder that claimed no row yet, or a stale lock: not ours to take
-            raise busy(session_id, None, None, self.url)
-
-    def _rearm(self, conn: Connection) -> None:
-        """On a new owner connection, take back every held session that is still ours."""
-        for session_id in sorted(self._held):
-            try:
-                with conn.transaction():
-                    self._claim(conn, session_id)
-            except StoreError:
-                # Another store took it while this one had no owner connection: this store's
-                # writes to it are refused from now on, as they must be.
-                self._held.discard(session_id)
-
     def acquire(self, session_id: str) -> None:
         """Make this store the session's only writer. See `SessionStore.acquire`."""
         check_id("session_id", session_id)
-
-        def work(conn: Connection) -> None:
-            if session_id not in self._held:
-                self._claim(conn, session_id)
-                self._held.add(session_id)
-
-        self._open().owned("acquiring a session", work, self._rearm)
+        holds = self._holds
+        self._open().owned(
+            "acquiring a session", lambda conn: holds.acquire(conn, session_id), holds.rearm
+        )
 
     def release(self, session_id: str) -> None:
         """Stop holding the session. Idempotent. See `SessionStore.release`."""
-        link = self._link
-        if link is None or session_id not in self._held:
-            return
-
-        def work(conn: Connection) -> None:
-            if session_id in self._held:
-                params = self._params(session_id)
-                conn.execute(self._sql.disown, params)
-                conn.execute(self._sql.unlock, params)
-                self._held.discard(session_id)
-
-        link.owned("releasing a session", work, self._rearm)
+        link, holds = self._link, self._holds
+        if link is not None and session_id in holds.held:
+            link.owned(
+                "releasing a session", lambda conn: holds.release(conn, session_id), holds.rearm
+            )
 
     def close(self) -> None:
         """Release every session held and close every connection. Idempotent."""
@@ -423,12 +374,8 @@ class PostgresStore(SessionStore):
             link, self._link = self._link, None
         if link is None:
             return
-
-        def farewell(conn: Connection) -> None:
-            conn.execute(self._sql.disown_all, {"token": self._holder.token})
-
         try:
-            link.close(farewell)
+            link.close(self._holds.release_all)
         finally:
-            self._held.clear()
-            close_holder(self._holder)
+            self._holds.held.clear()
+            close_holder(self._holds.holder)
