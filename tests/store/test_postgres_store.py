@@ -5,6 +5,7 @@ import os
 import random
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import traceback
@@ -259,8 +260,9 @@ def test_a_missing_database_is_named(postgres_dsn: str) -> None:
 
 
 def test_an_unreachable_server_is_a_connection_error() -> None:
-    with Proxy(("127.0.0.1", 9)) as closed:  # a port, then nothing listening on it
-        port = closed.port
+    with socket.socket() as probe:  # a free port, with nothing listening on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     secret = f"s3cret-{secrets.token_hex(6)}"
     with pytest.raises(StoreConnectionError, match=f"127.0.0.1:{port}.*server runs") as caught:
         PostgresStore(f"postgresql://someone:{secret}@127.0.0.1:{port}/db", connect_timeout=2)
