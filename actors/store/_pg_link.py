@@ -100,7 +100,11 @@ class Link:
             name="actors-store",
             open=False,
         )
-        self._guard("opening the connection pool", lambda: pool.open(True, connect_timeout))
+        try:
+            self._guard("opening the connection pool", lambda: pool.open(True, connect_timeout))
+        except BaseException:
+            pool.close()  # its workers would go on trying to connect
+            raise
         self._pool = pool
         self._owner: Connection | None = None
         self._owner_lock = threading.Lock()
