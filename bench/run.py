@@ -129,14 +129,33 @@ def store_section(quick: bool) -> dict[str, Any]:
     append = find("append", "sqlite batch", 10)
     durable = find("append", "sqlite sync", 10)
     restore = next(
-        (r for r in results if str(r.get("measure", "")).startswith("load + deserialize (1 ")),
+        (
+            r
+            for r in results
+            if r.get("store") == "sqlite"
+            and str(r.get("measure", "")).startswith("load + deserialize (1 ")
+        ),
         None,
     )
+    pg_append = find("append", "postgres", 10)
+    pg_restore = next(
+        (
+            r
+            for r in results
+            if r.get("store") == "postgres"
+            and str(r.get("measure", "")).startswith("load + deserialize (1 ")
+        ),
+        None,
+    )
+    skipped = next((s for s in figures.get("skipped", []) if s.get("store") == "postgres"), None)
     figures["summary"] = {
         "events_per_s_batch": append and append.get("events_per_second"),
         "events_per_s_sync": durable and durable.get("events_per_second"),
         "restore_s": restore and restore.get("seconds"),
         "restore_events": restore and restore.get("events"),
+        "postgres_events_per_s": pg_append and pg_append.get("events_per_second"),
+        "postgres_restore_s": pg_restore and pg_restore.get("seconds"),
+        "postgres_skipped": skipped and skipped.get("reason"),
     }
     return figures
 
@@ -357,6 +376,23 @@ def render(results: dict[str, Any]) -> str:
             f"| {fmt_time(restore) if restore else '-'} | - | - | <= 0.2 s "
             f"| {verdict(None if restore is None else restore <= 0.2)} |"
         )
+        if summary.get("postgres_skipped"):
+            lines.append(f"| store: Postgres | skipped: {summary['postgres_skipped']} | | | | |")
+        else:
+            pg_eps = summary.get("postgres_events_per_s")
+            pg_restore = summary.get("postgres_restore_s")
+            lines.append(
+                f"| store: durable appends (Postgres over loopback, batches of 10) "
+                f"| {pg_eps or 0:,.0f} events/s | SQLite sync "
+                f"{summary.get('events_per_s_sync') or 0:,.0f}/s | - | >= 10,000/s "
+                f"| {verdict(None if pg_eps is None else pg_eps >= 10_000)} |"
+            )
+            lines.append(
+                f"| store: restore {summary.get('restore_events') or 0:,} events (Postgres) "
+                f"| {fmt_time(pg_restore) if pg_restore else '-'} "
+                f"| SQLite {fmt_time(restore) if restore else '-'} | - | <= 0.3 s "
+                f"| {verdict(None if pg_restore is None else pg_restore <= 0.3)} |"
+            )
     else:
         lines.append(f"| store | failed: {store.get('error')} | | | | |")
 

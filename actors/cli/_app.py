@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import logging
 import os
-import shlex
 import sys
 import traceback
 from collections.abc import MutableMapping, Sequence
@@ -17,6 +16,7 @@ import structlog
 from actors import __version__
 from actors.cli import _demo, _mcp, _run, _sessions, _trace
 from actors.cli._errors import CliError, hint_for, one_line
+from actors.cli._home import store_flag
 from actors.exceptions import ActorsError
 
 __all__ = ["build_parser", "main"]
@@ -38,6 +38,15 @@ def _common() -> argparse.ArgumentParser:
         metavar="PATH",
         default=argparse.SUPPRESS,
         help="the session database (default: $ACTORS_HOME/sessions.sqlite, ~/.actors/...)",
+    )
+    common.add_argument(
+        "--store",
+        metavar="DSN",
+        default=argparse.SUPPRESS,
+        help=(
+            "a PostgreSQL session store instead of --db, e.g. postgresql://user@host/dbname "
+            "(keep the password in PGPASSWORD or ~/.pgpass)"
+        ),
     )
     common.add_argument(
         "--plain",
@@ -63,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "LLM agent trees in which every agent is an actor that owns its context. "
             "Sessions are stored in $ACTORS_HOME/sessions.sqlite (ACTORS_HOME defaults to "
-            "~/.actors); --db overrides it."
+            "~/.actors); --db overrides it, --store DSN uses a PostgreSQL database instead."
         ),
     )
     parser.add_argument("--version", action="version", version=f"actors {__version__}")
@@ -140,9 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(arguments)
         debug = bool(getattr(args, "debug", False))
         args.db = getattr(args, "db", None)
+        args.store = getattr(args, "store", None)
         args.plain = bool(getattr(args, "plain", False))
         args.debug = debug
-        args.db_flag = f" --db {shlex.quote(args.db)}" if args.db else ""
+        args.db_flag = store_flag(args.db, args.store)
         _configure_logging(debug)
         return int(args.handler(args))
     except CliError as exc:

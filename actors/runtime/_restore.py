@@ -83,6 +83,36 @@ def restore_tree(
     Only the agents that come back to life (the root, every suspended agent and every kept
     child) need their specs; agents that ended are shown in the tree from their records.
     """
+    if getattr(host, "exclusive", False):
+        store.acquire(session_id)  # this process becomes its only writer, or nothing happens
+    try:
+        return _restore(
+            host,
+            session_id,
+            store=store,
+            agents=agents,
+            tool_context=tool_context,
+            approval_handler=approval_handler,
+            listeners=listeners,
+            activated=activated,
+        )
+    except BaseException:
+        if getattr(host, "exclusive", False):
+            store.release(session_id)
+        raise
+
+
+def _restore(
+    host: RestoreHost,
+    session_id: str,
+    *,
+    store: SessionStore,
+    agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+    tool_context: Any,
+    approval_handler: ApprovalHandler | None,
+    listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None,
+    activated: bool,
+) -> AgentNode:
     stored = store.load(session_id)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}

@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -18,7 +20,7 @@ from pydantic import TypeAdapter
 from actors.context._events import Event
 from actors.context._serialization import FORMAT_VERSION
 from actors.exceptions import StoreError, UserError
-from actors.store._records import AgentRecord
+from actors.store._records import AgentRecord, StoredAgent
 
 __all__ = [
     "EncodedEvent",
@@ -29,6 +31,7 @@ __all__ = [
     "encode_data",
     "encode_events",
     "new_events",
+    "stored_agents",
 ]
 
 _datetime = TypeAdapter(datetime)
@@ -191,3 +194,33 @@ def context_blob(record: AgentRecord, events: list[dict[str, Any]]) -> dict[str,
         "parent_id": record.parent_id,
         "events": events,
     }
+
+
+def stored_agents(
+    agent_rows: Iterable[Sequence[Any]],
+    event_rows: Iterable[Sequence[Any]],
+    damaged: Callable[[str, ValueError], StoreError],
+) -> tuple[StoredAgent, ...]:
+    """The loaded agents of a session, from its stored rows.
+
+    Args:
+        agent_rows: ``(agent_id, parent_id, name, status, position)`` rows, in spawn order.
+        event_rows: ``(agent_id, seq, type, data, created_at)`` rows, grouped by agent and in
+            seq order within each agent.
+        damaged: Makes the error for an agent whose stored payload is not JSON.
+
+    Raises:
+        StoreError: What ``damaged`` makes, when a stored payload is not JSON.
+    """
+    rows_of: dict[str, list[tuple[int, str, str, str]]] = {}
+    for agent_id, group in groupby(event_rows, key=itemgetter(0)):
+        rows_of[agent_id] = [(row[1], row[2], row[3], row[4]) for row in group]
+    agents = []
+    for row in agent_rows:
+        record = AgentRecord(*row)
+        try:
+            events = decode_log(rows_of.get(record.agent_id, []))
+        except ValueError as exc:
+            raise damaged(record.agent_id, exc) from exc
+        agents.append(StoredAgent(record, context_blob(record, events)))
+    return tuple(agents)
