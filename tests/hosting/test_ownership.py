@@ -40,13 +40,17 @@ def test_a_session_live_in_one_runtime_is_refused_to_another(tmp_path: Path) -> 
 
 def test_a_sleeping_session_may_be_woken_by_another_runtime(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    with SQLiteStore(db) as mine, SQLiteStore(db) as theirs:
-        with Runtime() as first, Runtime() as second:
-            ref = first.open_session(_chat(), session_id="u1", store=mine)
-            ref.run("hello", timeout=BOUND)
-            assert ref.passivate()
-            other = second.open_session(_chat(), session_id="u1", store=theirs)
-            assert other.run("over here", timeout=BOUND).output == "two"
-            # The first runtime's ref now finds the session held elsewhere: a typed error.
-            with pytest.raises(SessionBusyError):
-                ref.run("back here?", timeout=BOUND)
+    with (
+        SQLiteStore(db) as mine,
+        SQLiteStore(db) as theirs,
+        Runtime() as first,
+        Runtime() as second,
+    ):
+        ref = first.open_session(_chat(), session_id="u1", store=mine)
+        ref.run("hello", timeout=BOUND)
+        assert ref.passivate()
+        other = second.open_session(_chat(), session_id="u1", store=theirs)
+        assert other.run("over here", timeout=BOUND).output == "two"
+        # The first runtime's ref now finds the session held elsewhere: a typed error.
+        with pytest.raises(SessionBusyError):
+            ref.run("back here?", timeout=BOUND)
