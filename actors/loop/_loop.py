@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from actors._logging import get_logger
+from actors._safe import exception_message, exception_text
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._json import json_copy
@@ -312,7 +313,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             error = message.error or RuntimeError("model returned nothing")
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
-                f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
+                f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
             )
             failure.__cause__ = error
             return self._fail(failure, reason="error")
@@ -659,7 +660,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         assert run is not None
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
-        self.ctx._record("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx._record(
+            "error", {"type": type(error).__name__, "message": exception_message(error)}
+        )
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
             error.messages = tuple(self.ctx.messages)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pykka
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._events import Event
 from actors.context._result import RunResult
 from actors.context._usage import Usage
@@ -272,7 +273,9 @@ class AgentActor(pykka.ThreadingActor):
         return True
 
     def _crash(self, exc: Exception) -> list[Effect]:
-        error = RunFailedError(f"agent {self.actors_node.agent_id!r} failed internally: {exc!r}")
+        error = RunFailedError(
+            f"agent {self.actors_node.agent_id!r} failed internally: {exception_text(exc)}"
+        )
         error.__cause__ = exc
         loop = self.actors_loop
         try:
@@ -442,7 +445,7 @@ class AgentActor(pykka.ThreadingActor):
     def _delegate_done(self, message: DelegateDone) -> None:
         result, error, future = message.result, message.error, message.reply.future
         status = result.status if result is not None else "failed"
-        detail = f"{type(error).__name__}: {error}" if error is not None else None
+        detail = exception_text(error) if error is not None else None
         try:
             self.actors_loop.end_delegation(
                 message.reply.child_id, status, message.tree_usage, detail

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Request
 from actors.exceptions import Cancelled
@@ -59,7 +60,7 @@ def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
         decision: object = handler(request)
     except Exception as exc:  # a failing handler denies: deny-by-default
         _log.warning("approval handler raised", exc_info=exc)
-        return Answer(ok=False, reason=f"the approval handler failed: {type(exc).__name__}: {exc}")
+        return Answer(ok=False, reason=f"the approval handler failed: {exception_text(exc)}")
     if isinstance(decision, bool):
         return Answer(ok=decision)
     if isinstance(decision, Answer):

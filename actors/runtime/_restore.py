@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
-from actors.exceptions import AgentDefinitionError, UserError
+from actors.exceptions import AgentDefinitionError, SerializationError, UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
@@ -81,7 +81,10 @@ def restore_tree(
             if parent is not None
             else None
         ) or specs[record.name]
-        ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
+        try:
+            ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
+        except SerializationError as exc:  # only the restore knows which session it was
+            raise SerializationError(f"session {session_id!r}: {exc}") from None
         ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
         node = AgentNode(

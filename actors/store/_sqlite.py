@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -20,7 +19,9 @@ from actors.store._batch import (
     check_id,
     check_record,
     context_blob,
+    decode_data,
     decode_log,
+    decode_time,
     encode_data,
     encode_events,
     new_events,
@@ -172,6 +173,17 @@ class SQLiteStore(SessionStore):
             ) from exc
         hint = _HINTS.get(code, "see the cause for details")
         raise StoreError(f"{what} failed on {self._path}: {exc}; {hint}") from exc
+
+    @contextmanager
+    def _damaged(self, where: str) -> Iterator[None]:
+        """Turn what a damaged row makes a decoder raise into `CorruptStoreError`."""
+        try:
+            yield
+        except (ValueError, TypeError) as exc:  # UserError is a ValueError too
+            raise CorruptStoreError(
+                f"{self._path} is damaged: a stored row of {where} cannot be read ({exc}). "
+                "Restore the file from a backup"
+            ) from exc
 
     @contextmanager
     def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -334,24 +346,21 @@ class SQLiteStore(SessionStore):
             rows_of[agent_id] = [row[1:] for row in group]
         agents = []
         for row in agent_rows:
-            record = AgentRecord(*row)
-            try:
+            where = f"agent {row[0]!r} of session {session_id!r}"
+            with self._damaged(where):
+                record = AgentRecord(*row)
                 events = decode_log(rows_of.get(record.agent_id, []))
-            except ValueError as exc:
-                raise CorruptStoreError(
-                    f"{self._path} is damaged: an event of agent {record.agent_id!r} in session "
-                    f"{session_id!r} does not hold JSON ({exc}). Restore the file from a backup"
-                ) from exc
             agents.append(StoredAgent(record, context_blob(record, events)))
         root, data, created_at, updated_at = head
-        return StoredSession(
-            session_id,
-            root,
-            json.loads(data),
-            datetime.fromisoformat(created_at),
-            datetime.fromisoformat(updated_at),
-            tuple(agents),
-        )
+        with self._damaged(f"session {session_id!r}"):
+            return StoredSession(
+                session_id,
+                check_id("root_agent_id", root),
+                decode_data(data),
+                decode_time(created_at),
+                decode_time(updated_at),
+                tuple(agents),
+            )
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
@@ -361,18 +370,21 @@ class SQLiteStore(SessionStore):
                 " (SELECT COUNT(*) FROM agents AS a WHERE a.session_id = s.session_id),"
                 " s.event_count FROM sessions AS s ORDER BY s.rowid DESC"
             ).fetchall()
-        return [
-            SessionInfo(
-                session_id=session_id,
-                root_agent_id=root,
-                data=json.loads(data),
-                created_at=datetime.fromisoformat(created_at),
-                updated_at=datetime.fromisoformat(updated_at),
-                agent_count=agent_count,
-                event_count=event_count,
-            )
-            for session_id, root, data, created_at, updated_at, agent_count, event_count in rows
-        ]
+        sessions = []
+        for session_id, root, data, created_at, updated_at, agent_count, event_count in rows:
+            with self._damaged(f"session {session_id!r}"):
+                sessions.append(
+                    SessionInfo(
+                        session_id=check_id("session_id", session_id),
+                        root_agent_id=check_id("root_agent_id", root),
+                        data=decode_data(data),
+                        created_at=decode_time(created_at),
+                        updated_at=decode_time(updated_at),
+                        agent_count=agent_count,
+                        event_count=event_count,
+                    )
+                )
+        return sessions
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""
