@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from actors._logging import get_logger
 from actors._safe import exception_message, exception_text
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
@@ -80,8 +79,6 @@ from actors.loop._types import (
 from actors.models._model import Model, ModelRequest
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
-
-_log = get_logger("actors.agent")
 
 
 class AgentLoop(SuspensionMixin, ChildrenMixin):
@@ -303,7 +300,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
-            _log.debug("late model reply discarded", agent_id=self.ctx.agent_id)
+            self.log.debug("late model reply discarded", step=message.step)
             return []
         if not run.awaiting_model:
             return []
@@ -375,7 +372,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         for call in calls:
             if call.id in seen:
                 # A provider bug; answering the first is all a transcript can hold.
-                _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
+                self.log.warning("duplicate tool call id ignored", tool_call_id=call.id)
                 continue
             seen.add(call.id)
             if final_given:
@@ -518,9 +515,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         run = self._run
         slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
         if slot is None or slot.state != "running":
-            _log.info(
-                "late tool result discarded", agent_id=self.ctx.agent_id, tool_call_id=call_id
-            )
+            self.log.info("late tool result discarded", tool_call_id=call_id)
             return []
         if outcome.pending is not None:
             self._park(slot, outcome.pending)

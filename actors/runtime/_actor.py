@@ -201,7 +201,9 @@ class AgentActor(pykka.ThreadingActor):
         self.actors_waiting: list[Any] = []
         # Runs a parent's deadline cancelled: their end is reported as this timeout, once.
         self.actors_timed_out: dict[Any, RunTimeoutError] = {}
-        self.actors_log = _log.bind(agent_id=node.agent_id, parent_id=node.parent_id)
+        self.actors_log = _log.bind(
+            agent_id=node.agent_id, parent_id=node.parent_id, session_id=node.session_id
+        )
         loop.ctx.subscribe(self._on_event)
 
     # -- messages -----------------------------------------------------------------------------

@@ -47,6 +47,7 @@ def _tool_failed(name: str, ctx: RunContext[Any], exc: BaseException) -> ToolOut
         "tool raised",
         tool=name,
         agent_id=ctx.agent_id,
+        parent_id=ctx.parent_id,
         run_id=ctx.run_id,
         tool_call_id=ctx.tool_call_id,
         exc_info=exc,
