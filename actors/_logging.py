@@ -142,27 +142,41 @@ def _build_sink(level: int, format: object, stream: TextIO | None, tracebacks: b
     import structlog  # the application asked for lines: now the import is worth it
 
     out: Any = stream if stream is not None else _Stderr()
-    renderer: Any
+    processors: list[Any] = [structlog.processors.add_log_level]
     if format == "json":
-        renderer = structlog.processors.JSONRenderer(default=safe_repr)
+        processors += [
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _lead_with_the_essentials,
+            structlog.processors.JSONRenderer(default=safe_repr),
+        ]
     else:
         colors = bool(getattr(out, "isatty", lambda: False)())
-        # Tracebacks reach the renderer as text only, but never let it print locals anyway.
-        renderer = structlog.dev.ConsoleRenderer(
-            colors=colors, exception_formatter=structlog.dev.plain_traceback
-        )
+        processors += [
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            # Tracebacks reach the renderer as text only; never let it print locals anyway.
+            structlog.dev.ConsoleRenderer(
+                colors=colors, exception_formatter=structlog.dev.plain_traceback
+            ),
+        ]
     logger = structlog.wrap_logger(
         structlog.PrintLogger(out),
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(level),
         context_class=dict,
         cache_logger_on_first_use=False,
     )
     return _Sink(level, bool(tracebacks), logger)
+
+
+def _lead_with_the_essentials(
+    _logger: Any, _method: str, event_dict: dict[str, Any]
+) -> dict[str, Any]:
+    """Put when, how bad, where and what first in a JSON line; the context after."""
+    lead = {key: event_dict.pop(key) for key in _LEAD if key in event_dict}
+    return {**lead, **event_dict}
+
+
+_LEAD = ("timestamp", "level", "logger", "event")
 
 
 def current_sink() -> _Sink | None:
