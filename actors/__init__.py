@@ -29,9 +29,21 @@ from actors.models._model import (
     StreamDelta,
     ToolDefinition,
 )
-from actors.runtime._ref import AgentRef, RunFuture, TreeNode
+from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._run_sync import run_sync
 from actors.runtime._runtime import Runtime
+from actors.runtime._stream import (
+    RunEnded,
+    StreamEvent,
+    SubagentFinished,
+    SubagentSpawned,
+    Suspended,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from actors.runtime._tombstone import TreeNode
 
 __all__ = [
     "Agent",
@@ -55,15 +67,24 @@ __all__ = [
     "Request",
     "run_sync",
     "RunContext",
+    "RunEnded",
     "RunFuture",
     "RunResult",
     "Runtime",
     "StreamDelta",
+    "StreamEvent",
     "Subagent",
+    "SubagentFinished",
+    "SubagentSpawned",
+    "Suspended",
     "SystemMessage",
+    "TextDelta",
     "tool",
     "Tool",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolDefinition",
     "ToolResult",
     "ToolResultMessage",

@@ -46,7 +46,7 @@ def fan_out(children: int, latency: float) -> dict[str, Any]:
     with Runtime(limits=limits) as runtime:
         spawn_times: list[float] = []
         last_spawn = [0.0]
-        original = runtime._spawn_child
+        original = runtime._host._spawn_child
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
@@ -56,7 +56,7 @@ def fan_out(children: int, latency: float) -> dict[str, Any]:
             last_spawn[0] = ended
             return node
 
-        runtime._spawn_child = timed  # type: ignore[method-assign]
+        runtime._host._spawn_child = timed  # type: ignore[method-assign]
         ref = runtime.spawn(parent)
         began = time.perf_counter()
         future = ref.run_async("fan out")

@@ -35,7 +35,7 @@ if not __package__:  # run as a script: make `bench` importable
 import pykka
 
 from actors import Agent, Runtime, ToolCall
-from actors.runtime._actor import Query
+from actors.runtime._host import Query
 from actors.testing import ScriptedModel
 from bench._common import finish, fmt_time, median, parser
 
@@ -77,7 +77,7 @@ def floor(n: int, block: int = 500) -> dict[str, float]:
     try:
         with Runtime() as runtime:
             ref = runtime.spawn(spec())
-            actor = ref._node.ref
+            actor = runtime._host.nodes[ref.agent_id].ref
             assert actor is not None
             query = Query("status")
             for _ in range(min(n, 1000)):  # warm up

@@ -27,6 +27,7 @@ PAGES = [
     "docs/cancellation.md",
     "docs/testing.md",
     "docs/cli.md",
+    "docs/observability.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")

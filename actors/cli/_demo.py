@@ -20,6 +20,7 @@ from actors.cli._session import (
     print_outcome,
     print_usage,
 )
+from actors.cli._trace import add_option, check_target, tracing
 from actors.cli._view import LiveView, PlainView, View
 from actors.exceptions import RunError
 from actors.models import infer_model
@@ -71,12 +72,14 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
         default=1.0,
         help=argparse.SUPPRESS,  # speed of the simulated work; 0 for tests
     )
+    add_option(parser)
     parser.set_defaults(handler=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit code."""
     kind = SessionKind("demo", model=args.model, pace=max(args.pace, 0.0))
+    trace_to = check_target(args.trace, "--trace")
     team, tool_context = demo_spec(kind)
     out = Output.for_stdout(plain=args.plain)
     store = open_store(args.db, create=True)
@@ -87,30 +90,38 @@ def run_demo(args: argparse.Namespace) -> int:
         ref: AgentRef[Any] = runtime.spawn(
             team, store=store, session_id=session_id, tool_context=tool_context
         )
-        view: View
-        if out.console is not None:
-            view = LiveView(out.console, title=f"question: {args.question}")
-        else:
-            out.line(f"question: {args.question}")
-            view = PlainView()
-        with view:
-            decide: Decide
-            if args.interactive:
-                decide = ask_each(view, input)
-            elif args.defer:
-                decide = leave_open
-            else:
-                decide = approve_all(view)
-            try:
-                result = drive(ref, lambda: ref.run(args.question, timeout=600), view, decide)
-            except RunError as exc:
-                raise run_failed(exc, session_id, args.db_flag) from exc
-        print_outcome(out, result, session_id=session_id, db_flag=args.db_flag)
-        out.heading("usage per agent")
-        print_usage(out, store, session_id)
-        out.heading("metadata each agent wrote (ContextUpdate)")
-        print_metadata(out, store, session_id)
-        out.line()
-        out.line(f"session: {session_id}  (stored in {store.path})")
+        with tracing(trace_to, store, session_id, out.line):
+            _follow_demo(args, ref, out, session_id)
+            out.heading("usage per agent")
+            print_usage(out, store, session_id)
+            out.heading("metadata each agent wrote (ContextUpdate)")
+            print_metadata(out, store, session_id)
+            out.line()
+            out.line(f"session: {session_id}  (stored in {store.path})")
     out.line(f"done in {time.perf_counter() - started:.1f} s", style="dim")
     return 0
+
+
+def _follow_demo(
+    args: argparse.Namespace, ref: AgentRef[Any], out: Output, session_id: str
+) -> None:
+    """Run the demo's question in the live view and print how it ended."""
+    view: View
+    if out.console is not None:
+        view = LiveView(out.console, title=f"question: {args.question}")
+    else:
+        out.line(f"question: {args.question}")
+        view = PlainView()
+    with view:
+        decide: Decide
+        if args.interactive:
+            decide = ask_each(view, input)
+        elif args.defer:
+            decide = leave_open
+        else:
+            decide = approve_all(view)
+        try:
+            result = drive(ref, lambda: ref.run(args.question, timeout=600), view, decide)
+        except RunError as exc:
+            raise run_failed(exc, session_id, args.db_flag) from exc
+    print_outcome(out, result, session_id=session_id, db_flag=args.db_flag)

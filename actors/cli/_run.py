@@ -21,6 +21,7 @@ from actors.cli._session import (
     team_specs,
 )
 from actors.cli._target import load_agent, normalize_target
+from actors.cli._trace import add_option, check_target, tracing
 from actors.cli._view import LiveView, QuietView, View
 from actors.exceptions import RunError, SessionNotFoundError
 from actors.store import StoredSession
@@ -64,6 +65,7 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="cancel the run after this long"
     )
+    add_option(parser)
     parser.set_defaults(handler=run_agent)
 
 
@@ -83,6 +85,7 @@ def run_agent(args: argparse.Namespace) -> int:
     spec = load_agent(target)
     tool_context = json_object(args.tool_context, "--tool-context")
     metadata = json_object(args.metadata, "--metadata")
+    trace_to = check_target(args.trace, "--trace")
     out = Output.for_stdout(plain=args.plain)
     store = open_store(args.db, create=True)
     with store, Runtime() as runtime:
@@ -132,18 +135,23 @@ def run_agent(args: argparse.Namespace) -> int:
                 metadata=metadata,
                 agent_id=spec.name,
             )
-        view: View = LiveView(out.console) if out.console is not None else QuietView(sys.stderr)
-        with view:
-            decide: Decide = ask_each(view, input) if args.interactive else leave_open
-            try:
-                result = drive(
-                    ref, lambda: ref.run(args.prompt, timeout=args.timeout), view, decide
-                )
-            except RunError as exc:
-                raise run_failed(exc, session_id, args.db_flag) from exc
-        if result.status == "completed" and not out.rich:
-            print(render_output(result.output), flush=True)
-        else:
-            print_outcome(out, result, session_id=session_id, db_flag=args.db_flag)
-        print(f"session: {session_id}", file=sys.stderr, flush=True)
+        with tracing(trace_to, store, session_id, _to_stderr):
+            view: View = LiveView(out.console) if out.console is not None else QuietView(sys.stderr)
+            with view:
+                decide: Decide = ask_each(view, input) if args.interactive else leave_open
+                try:
+                    result = drive(
+                        ref, lambda: ref.run(args.prompt, timeout=args.timeout), view, decide
+                    )
+                except RunError as exc:
+                    raise run_failed(exc, session_id, args.db_flag) from exc
+            if result.status == "completed" and not out.rich:
+                print(render_output(result.output), flush=True)
+            else:
+                print_outcome(out, result, session_id=session_id, db_flag=args.db_flag)
+            print(f"session: {session_id}", file=sys.stderr, flush=True)
     return 0
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -53,6 +53,8 @@ BOOKKEEPING_TYPES: Final = frozenset(
         "error",
         "steered",
         "recovered",
+        "passivated",
+        "activated",
     }
 )
 """Framework event types that project to no message."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
-import functools
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -29,6 +29,7 @@ from actors.loop._types import (
     ToolFinished,
     ToolOutcome,
 )
+from actors.runtime._tool_pool import ToolPool
 
 __all__ = ["ApprovalHandler", "EffectRunner", "decide_approval"]
 
@@ -72,6 +73,20 @@ def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
     )
 
 
+def _safe_outcome(tool: str, ctx: RunContext[Any], work: Callable[[], ToolOutcome]) -> ToolOutcome:
+    """``work()``, or an error outcome if even turning the tool's end into one failed.
+
+    A user's exception whose ``__str__`` raises must not leave the run waiting forever.
+    """
+    try:
+        return work()
+    except Exception as exc:
+        try:
+            return _tool_failed(tool, ctx, exc)
+        except Exception:
+            return ToolOutcome(content=f"{type(exc).__name__} (unprintable)", is_error=True)
+
+
 class EffectRunner:
     """Runs model calls and tools off the agents' threads.
 
@@ -82,13 +97,41 @@ class EffectRunner:
     def __init__(self, max_workers: int = 32) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="actors-effects", daemon=True)
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix="actors-tool"
-        )
+        self._pool = ToolPool(max_workers)
         self._closed = False
-        self._models: dict[int, Any] = {}
+        # Models with clients (``aclose``) by id, with how many live agents use each: a model
+        # nobody uses any more has its client closed (it reopens one if used again).
+        self._models: dict[int, tuple[Any, int]] = {}
+        self._models_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._thread.start()
+
+    @property
+    def tools(self) -> ToolPool:
+        """The pool blocking tools run on."""
+        return self._pool
+
+    def retain(self, model: Any) -> None:
+        """A live agent uses ``model``."""
+        if not hasattr(model, "aclose"):
+            return
+        with self._models_lock:
+            _, count = self._models.get(id(model), (model, 0))
+            self._models[id(model)] = (model, count + 1)
+
+    def release(self, model: Any) -> None:
+        """An agent that used ``model`` stopped: close its client if no live agent uses it."""
+        with self._models_lock:
+            entry = self._models.get(id(model))
+            if entry is None or entry[0] is not model:
+                return
+            if entry[1] > 1:
+                self._models[id(model)] = (model, entry[1] - 1)
+                return
+            del self._models[id(model)]
+            if self._closed:
+                return
+        self._soon(lambda: self._create_task(_close_model(model)))
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -108,7 +151,10 @@ class EffectRunner:
 
         Cheaper than `submit` (no concurrent future to chain), which matters on the hot path.
         """
-        self._loop.call_soon_threadsafe(self._create_task, coro)
+        try:
+            self._loop.call_soon_threadsafe(self._create_task, coro)
+        except RuntimeError:  # closed: the runtime is gone, nobody waits for this effect
+            coro.close()
 
     def _create_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coro)
@@ -121,30 +167,34 @@ class EffectRunner:
             _log.error("an effect failed outside its own error handling", exc_info=error)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` on the loop after ``delay`` seconds; returns a cancel function."""
+        """Run ``callback`` on the loop after ``delay`` seconds; returns a cancel function.
+
+        Once the runner is closed, timers are neither set nor cancelled (nothing runs then).
+        """
         handle: list[asyncio.TimerHandle] = []
 
         def schedule() -> None:
             handle.append(self._loop.call_later(delay, callback))
 
-        self._loop.call_soon_threadsafe(schedule)
+        self._soon(schedule)
 
         def cancel() -> None:
             def cancel_now() -> None:
                 if handle:
                     handle[0].cancel()
 
-            self._loop.call_soon_threadsafe(cancel_now)
+            self._soon(cancel_now)
 
         return cancel
+
+    def _soon(self, callback: Callable[[], None]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the runtime is gone
+            self._loop.call_soon_threadsafe(callback)
 
     # -- model calls --------------------------------------------------------------------------
 
     def call_model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
         """Start a model request; its reply (or error) is delivered as `ModelReplied`."""
-        if id(model) not in self._models:
-            # Models with HTTP clients bound to this loop are closed when the runtime closes.
-            self._models[id(model)] = model
         self._start(self._model(effect, model, deliver))
 
     async def _model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
@@ -197,7 +247,8 @@ class EffectRunner:
         """Run a sync tool on the pool, straight from the agent's thread and back.
 
         The timeout is a timer on the loop: whichever of the result and the timer comes first
-        is delivered, the other is dropped. (Two thread hops instead of four through the loop.)
+        is delivered, the other is dropped. A tool still running at its timeout is abandoned:
+        its slot goes to the next call, and its thread never keeps the process from exiting.
         """
         lock = threading.Lock()
         delivered = False
@@ -211,39 +262,37 @@ class EffectRunner:
             deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
             return True
 
+        def outcome() -> ToolOutcome:
+            try:
+                return outcome_of_return(effect.tool.invoke(ctx, effect.arguments))
+            except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
+                return outcome_of_error(exc)
+            except Exception as exc:  # a failing tool is a result for the model, not a crash
+                return _tool_failed(effect.tool.name, ctx, exc)
+
         cancel_timer: Callable[[], None] | None = None
+
+        def work() -> None:
+            if finish(_safe_outcome(effect.tool.name, ctx, outcome)) and cancel_timer is not None:
+                cancel_timer()
+
+        abandon = self._pool.submit(work, effect.tool.name)
         if effect.timeout is not None:
             timeout = effect.timeout
 
             def expire() -> None:
                 if finish(outcome_of_error(TimeoutError(), timeout)):
                     ctx.cancellation.cancel(f"timed out after {timeout:g} s")
+                    abandon()
 
             cancel_timer = self.call_later(timeout, expire)
-
-        def work() -> None:
-            try:
-                outcome = outcome_of_return(effect.tool.invoke(ctx, effect.arguments))
-            except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
-                outcome = outcome_of_error(exc)
-            except Exception as exc:  # a failing tool is a result for the model, not a crash
-                outcome = _tool_failed(effect.tool.name, ctx, exc)
-            if finish(outcome) and cancel_timer is not None:
-                cancel_timer()
-
-        self._pool.submit(work)
 
     async def _tool(self, effect: CallTool, ctx: RunContext[Any], deliver: Deliver) -> None:
         tool = effect.tool
         deadline = asyncio.timeout(effect.timeout)
         try:
             async with deadline:
-                if tool.is_async:
-                    value = await tool.invoke(ctx, effect.arguments)
-                else:
-                    value = await self._loop.run_in_executor(
-                        self._pool, functools.partial(tool.invoke, ctx, effect.arguments)
-                    )
+                value = await tool.invoke(ctx, effect.arguments)
             outcome = outcome_of_return(value)
         except TimeoutError as exc:
             if deadline.expired():
@@ -256,7 +305,8 @@ class EffectRunner:
         except Cancelled as exc:  # the tool stopped as asked: expected, not a failure
             outcome = outcome_of_error(exc)
         except Exception as exc:  # a failing tool is a result for the model, not a crash
-            outcome = _tool_failed(tool.name, ctx, exc)
+            error = exc
+            outcome = _safe_outcome(tool.name, ctx, lambda: _tool_failed(tool.name, ctx, error))
         deliver(ToolFinished(effect.run_id, effect.call.id, outcome))
 
     def call_approval(
@@ -291,7 +341,7 @@ class EffectRunner:
             if finish(decide_approval(handler, effect.request)) and cancel_timer is not None:
                 cancel_timer()
 
-        self._pool.submit(decide)
+        self._pool.submit(decide, "approval handler")
 
     def close(self) -> None:
         """Stop the loop and the pool (tools still running are abandoned)."""
@@ -305,11 +355,10 @@ class EffectRunner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             # Close the HTTP clients models opened on this loop (the models stay usable).
-            closers = [m.aclose() for m in self._models.values() if hasattr(m, "aclose")]
-            results = await asyncio.gather(*closers, return_exceptions=True)
-            for result in results:
-                if isinstance(result, Exception):
-                    _log.warning("closing a model's client failed", exc_info=result)
+            with self._models_lock:
+                models = [model for model, _ in self._models.values()]
+                self._models.clear()
+            await asyncio.gather(*(_close_model(m) for m in models))
 
         try:
             asyncio.run_coroutine_threadsafe(drain(), self._loop).result(timeout=5)
@@ -319,7 +368,14 @@ class EffectRunner:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self._loop.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.close()
+
+
+async def _close_model(model: Any) -> None:
+    try:
+        await model.aclose()
+    except Exception as exc:
+        _log.warning("closing a model's client failed", exc_info=exc)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

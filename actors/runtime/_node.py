@@ -1,74 +1,197 @@
-"""The runtime's record of one agent of a tree, live or finished."""
+"""The host's record of one agent of a tree, and what the agents of one tree share."""
 
 from __future__ import annotations
 
+import itertools
+import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import pykka
 
 from actors._logging import get_logger
 from actors.context._events import Event
 from actors.loop._agent import Agent
 from actors.models._model import StreamDelta
+from actors.runtime._stream import TreeStream, to_stream_events
 
 if TYPE_CHECKING:
     from actors.runtime._effects import ApprovalHandler
+    from actors.runtime._tombstone import Tombstone
     from actors.store._protocol import SessionStore
 
-__all__ = ["AgentNode"]
+__all__ = ["MAX_ENDED", "AgentNode", "Tree"]
 
 _log = get_logger("actors.runtime")
 
+MAX_ENDED = 1000
+"""How many ended agents a tree remembers for its tree view (a long-lived root that spawns
+children forever must not hold them all)."""
 
-@dataclass(eq=False)
+
+class Tree:
+    """What the agents of one tree share: the store, the live count, the open streams.
+
+    Args:
+        root_id: The root agent's id.
+        store: Where the tree's events persist, or None.
+        session_id: The session in the store.
+        approval_handler: The in-process approval handler of the tree, or None.
+    """
+
+    __slots__ = (
+        "_positions",
+        "approval_handler",
+        "ended",
+        "incarnation",
+        "last_active",
+        "live",
+        "lock",
+        "root_id",
+        "session_id",
+        "store",
+        "streams",
+    )
+
+    def __init__(
+        self,
+        root_id: str,
+        *,
+        store: SessionStore | None = None,
+        session_id: str | None = None,
+        approval_handler: ApprovalHandler | None = None,
+    ) -> None:
+        self.root_id = root_id
+        self.store = store
+        self.session_id = session_id
+        self.approval_handler = approval_handler
+        self.live = 0  # agents of the tree with a live actor (guarded by the host's lock)
+        self.lock = threading.Lock()
+        self.streams: tuple[tuple[str, TreeStream], ...] = ()  # (scope agent id, stream)
+        self._positions = itertools.count(1)
+        self.last_active = 0.0  # monotonic time an agent of the tree last handled a message
+        # Which life of the agents this is: refs made before a stop never reach an agent that
+        # took the same id later (a session keeps its identity across passivation).
+        self.incarnation = session_id or uuid.uuid4().hex
+        self.ended: dict[str, Tombstone] = {}  # the agents of the tree that ended, latest last
+
+    def remember(self, tombstone: Tombstone) -> None:
+        """Keep how an agent of the tree ended (for tree views), the latest `MAX_ENDED` only."""
+        with self.lock:
+            self.ended.pop(tombstone.agent_id, None)
+            self.ended[tombstone.agent_id] = tombstone
+            while len(self.ended) > MAX_ENDED:
+                del self.ended[next(iter(self.ended))]
+
+    def next_position(self, after: int | None = None) -> int:
+        """The spawn position of the next agent of the tree (after ``after``, if given)."""
+        if after is not None:
+            self._positions = itertools.count(after + 1)
+        return next(self._positions)
+
+    def open_stream(self, scope: str, stream: TreeStream) -> Callable[[], None]:
+        """Send the events of ``scope`` and its descendants to ``stream``; returns a closer."""
+        entry = (scope, stream)
+        with self.lock:
+            self.streams = (*self.streams, entry)
+
+        def close() -> None:
+            with self.lock:
+                self.streams = tuple(s for s in self.streams if s is not entry)
+
+        return close
+
+    def __repr__(self) -> str:
+        return f"<Tree {self.root_id!r} session={self.session_id!r}>"
+
+
+@dataclass(eq=False, slots=True)
 class AgentNode:
-    """The runtime's record of one agent, live or finished (what ``ref.tree()`` reads)."""
+    """The host's record of one agent, live or finished (what ``ref.tree()`` reads).
+
+    Its repr never shows ``tool_context`` (it may hold secrets).
+    """
 
     agent_id: str
     name: str
     parent_id: str | None
-    root_id: str
     depth: int
     spec: Agent[Any]
-    tool_context: Any
-    ref: pykka.ActorRef[Any] | None = None
+    tool_context: Any = field(repr=False)
+    tree: Tree
+    path: tuple[str, ...] = ()
+    ref: Any = field(default=None, repr=False)  # the live actor's pykka ref, or None
     status: str = "idle"
     step: int = 0
     tool: str | None = None
     keep: bool = False
-    children: list[str] = field(default_factory=list)
-    listeners: list[Callable[[Any], None]] = field(default_factory=list)
-    store: SessionStore | None = None
-    session_id: str | None = None
+    children: list[str] = field(default_factory=list, repr=False)
+    listeners: list[Callable[[Event], None]] = field(default_factory=list, repr=False)
     position: int = 0
-    buffer: list[Event] = field(default_factory=list)
+    buffer: list[Event] = field(default_factory=list, repr=False)
     saved_status: str | None = None
-    approval_handler: ApprovalHandler | None = None
     counted: bool = False  # counted among its tree's live agents
     run_timeout: float | None = None  # its parent's deadline for each of its runs
 
+    def __post_init__(self) -> None:
+        if not self.path:
+            self.path = (self.agent_id,)
+
+    @property
+    def root_id(self) -> str:
+        """The id of the tree's root."""
+        return self.tree.root_id
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The tree's store."""
+        return self.tree.store
+
+    @property
+    def session_id(self) -> str | None:
+        """The tree's session."""
+        return self.tree.session_id
+
+    @property
+    def approval_handler(self) -> ApprovalHandler | None:
+        """The tree's in-process approval handler."""
+        return self.tree.approval_handler
+
     def publish_event(self, event: Event) -> None:
-        """An event was appended: buffer it for the store, show it to the listeners."""
-        if self.store is not None:
+        """An event was appended: buffer it for the store, show it to listeners and streams."""
+        if self.tree.store is not None:
             self.buffer.append(event)
-        self._notify(event)
-
-    def publish_delta(self, delta: StreamDelta) -> None:
-        """A piece of a streamed reply: listeners only (deltas are never stored)."""
-        self._notify(delta)
-
-    def _notify(self, item: Event | StreamDelta) -> None:
         for listener in tuple(self.listeners):
             try:
-                listener(item)
+                listener(event)
             except Exception:  # a broken listener must not break the agent
                 _log.exception("event listener failed", agent_id=self.agent_id)
+        if self.tree.streams:
+            self._stream(event)
+
+    def publish_delta(self, delta: StreamDelta) -> None:
+        """A piece of a streamed reply: streams only (deltas are never stored)."""
+        if self.tree.streams:
+            self._stream(delta)
+
+    def _stream(self, item: Event | StreamDelta) -> None:
+        targets = [s for scope, s in self.tree.streams if scope in self.path]
+        if not targets:
+            return
+        try:
+            events = to_stream_events(self.agent_id, self.path, item)
+        except Exception:  # an event the stream cannot show must not break the agent
+            _log.exception("could not stream an event", agent_id=self.agent_id)
+            return
+        for stream in targets:
+            for event in events:
+                stream.put(event)
 
     def wants_deltas(self) -> bool:
-        return bool(self.listeners)
+        """Whether a stream open on this agent or an ancestor wants its model's pieces."""
+        return any(scope in self.path for scope, _ in self.tree.streams)
 
     @property
     def alive(self) -> bool:
+        """Whether the agent has a live actor."""
         return self.ref is not None and self.ref.is_alive()

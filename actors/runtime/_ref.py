@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, cast
 
-import pykka
 from typing_extensions import TypeVar
 
 from actors.context._agent_context import AgentContext
@@ -17,14 +15,15 @@ from actors.context._messages import Message, UserMessage
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.context._usage import Usage
-from actors.exceptions import AgentStoppedError, RunError, RunTimeoutError, UserError
+from actors.exceptions import ActorsError, RunError, RunTimeoutError, UserError
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
-from actors.models._model import StreamDelta
-from actors.runtime._actor import HostReply, Query
+from actors.runtime._host import HostReply, OpenStream, Query
+from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
+from actors.runtime._tombstone import TreeNode
 
 if TYPE_CHECKING:
-    from actors.runtime._node import AgentNode
-    from actors.runtime._runtime import Runtime
+    from actors.runtime._local import LocalHost
+    from actors.runtime._node import AgentNode, Tree
 
 __all__ = ["AgentRef", "RunFuture", "TreeNode"]
 
@@ -65,86 +64,78 @@ class RunFuture(Generic[OutputT]):
         return asyncio.wrap_future(self._future).__await__()
 
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
-    """One agent of a live tree, as ``ref.tree()`` reports it.
-
-    Attributes:
-        agent_id: The agent's id.
-        name: Its spec's name.
-        parent_id: Its parent's id, or None at the root.
-        status: ``idle``, ``running``, ``suspended``, ``finished``, ``failed``, ``cancelled``
-            or ``stopped``.
-        step: The model request the current run is at.
-        tool: The tool (or subagent) in progress, or None.
-        children: The children, in spawn order.
-    """
-
-    agent_id: str
-    name: str
-    parent_id: str | None
-    status: str
-    step: int
-    tool: str | None
-    children: tuple[TreeNode, ...]
-
-    def walk(self) -> list[TreeNode]:
-        """This node and every descendant, depth first."""
-        out = [self]
-        for child in self.children:
-            out.extend(child.walk())
-        return out
-
-
 class AgentRef(Generic[OutputT]):
-    """A handle on a live agent actor. All methods are thread-safe.
+    """A handle on an agent, addressed by id. All methods are thread-safe.
 
-    Get one from `Runtime.spawn`. Runs block (`run`) or return a `RunFuture` (`run_async`); a
-    second run continues the same conversation.
+    Get one from `Runtime.spawn`, `Runtime.open_session`, `Runtime.restore` or `Runtime.ref`.
+    Runs block (`run`) or return a `RunFuture` (`run_async`); a second run continues the same
+    conversation. The handle stays valid while its agent is passivated: the next message wakes
+    it from its store.
     """
 
-    def __init__(self, runtime: Runtime, node: AgentNode) -> None:
-        self._runtime = runtime
-        self._node = node
+    def __init__(
+        self,
+        host: LocalHost,
+        agent_id: str,
+        *,
+        name: str,
+        parent_id: str | None = None,
+        session_id: str | None = None,
+        tree: Tree | None = None,
+    ) -> None:
+        self._host = host
+        self._id = agent_id
+        self._name = name
+        self._parent_id = parent_id
+        self._session_id = session_id
+        # The tree the agent belonged to when this ref was made: how it ended, and which life
+        # of an id this ref addresses (an id may be given again after its agent stopped).
+        self._tree = tree
+        self._incarnation = tree.incarnation if tree is not None else session_id
+
+    @classmethod
+    def of(cls, host: LocalHost, node: AgentNode) -> AgentRef[Any]:
+        """The handle of a host's agent."""
+        return cls(
+            host,
+            node.agent_id,
+            name=node.name,
+            parent_id=node.parent_id,
+            session_id=node.session_id,
+            tree=node.tree,
+        )
 
     @property
     def agent_id(self) -> str:
         """The agent's id."""
-        return self._node.agent_id
+        return self._id
 
     @property
     def name(self) -> str:
         """The agent's spec name."""
-        return self._node.name
+        return self._name
 
     @property
     def parent_id(self) -> str | None:
         """The parent's id, or None for a root."""
-        return self._node.parent_id
+        return self._parent_id
 
     @property
     def session_id(self) -> str | None:
         """The session the agent persists to, or None without a store."""
-        return self._node.session_id
+        return self._session_id
 
     @property
     def status(self) -> str:
-        """The agent's status as last reported by its actor."""
-        return self._node.status
+        """The agent's status.
 
-    def _actor(self) -> pykka.ActorRef[Any]:
-        ref = self._node.ref
-        if ref is None or not ref.is_alive():
-            raise AgentStoppedError(
-                f"agent {self.agent_id!r} is not running; spawn it again or restore its session"
-            )
-        return ref
+        ``idle``, ``running``, ``suspended`` (also while passivated), ``finished``, ``failed``,
+        ``cancelled`` or ``stopped``.
+        """
+        return self._host.status_of(self._id, self._tree)
 
     def _tell(self, message: Any) -> None:
-        try:
-            self._actor().tell(message)
-        except pykka.ActorDeadError:
-            raise AgentStoppedError(f"agent {self.agent_id!r} is not running") from None
+        self._host.send(self._id, message, self._incarnation)
 
     # -- runs -----------------------------------------------------------------------------------
 
@@ -169,6 +160,53 @@ class AgentRef(Generic[OutputT]):
                 partial transcript and usage.
         """
         return self._wait(self.run_async(prompt), timeout)
+
+    def run_stream(self, prompt: str) -> Iterator[StreamEvent]:
+        """Run on ``prompt`` and yield what happens in the whole tree as it happens.
+
+        Text as the models stream it, tool calls starting and finishing, subagents spawned and
+        finished, suspensions, each with the agent's id and path from this agent; the last
+        event is a `RunEnded` with the result (or the error). Only a streamed run asks its
+        models to stream. Iterate it to the end (or cancel the run): the events of a run left
+        unread are kept for the reader.
+        """
+        stream = self._start_stream(prompt, TreeStream())
+        return iter(stream)
+
+    def arun_stream(self, prompt: str) -> AsyncIterator[StreamEvent]:
+        """`run_stream` for asyncio: an async iterator that never blocks the running loop.
+
+        Call it from a coroutine (``async for event in ref.arun_stream(prompt)``).
+        """
+        stream = self._start_stream(prompt, TreeStream(asyncio.get_running_loop()))
+        return stream.aiter()
+
+    def _start_stream(self, prompt: str, stream: TreeStream) -> TreeStream:
+        if not isinstance(prompt, str):
+            raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
+        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        closer: list[Callable[[], None]] = []
+        path = (self._id,)
+
+        def ended(done: concurrent.futures.Future[RunResult[OutputT]]) -> None:
+            for close in closer:
+                close()
+            error = done.exception()
+            stream.end(
+                RunEnded(
+                    agent_id=self._id,
+                    path=path,
+                    result=None if error is not None else done.result(),
+                    error=error if isinstance(error, ActorsError) else None,
+                )
+            )
+
+        future.add_done_callback(ended)
+        # One mailbox, in order: the stream opens in the agent's turn (after it is woken, if
+        # it was passivated), then the run starts.
+        self._tell(OpenStream(stream, closer))
+        self._tell(StartRun(prompt, "", HostReply(future)))
+        return stream
 
     def _wait(self, future: RunFuture[OutputT], timeout: float | None) -> RunResult[OutputT]:
         try:
@@ -228,32 +266,39 @@ class AgentRef(Generic[OutputT]):
 
     def context(self, timeout: float = 10.0) -> AgentContext:
         """A snapshot of the agent's context (a copy: changing it changes nothing)."""
-        try:
-            blob = self._actor().ask(Query("context"), timeout=timeout)
-        except pykka.ActorDeadError:
-            raise AgentStoppedError(f"agent {self.agent_id!r} is not running") from None
+        blob = self._host.ask(self._id, Query("context"), timeout, self._incarnation)
         return AgentContext.deserialize(cast(dict[str, Any], blob))
 
-    def subscribe(self, callback: Callable[[Event | StreamDelta], None]) -> Callable[[], None]:
-        """Call ``callback`` with each event as it is appended, and each streamed delta.
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback`` with each event of this agent's log as it is appended.
 
-        Callbacks run on the agent's thread: keep them quick. Returns an unsubscribe function.
+        Callbacks run on the agent's turn (a worker thread): keep them quick. They stay
+        subscribed while the agent is passivated. Returns an unsubscribe function. For a whole
+        tree's events with the models' streamed text, use `run_stream`.
         """
-        self._node.listeners.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._node.listeners:
-                self._node.listeners.remove(callback)
-
-        return unsubscribe
+        return self._host.subscribe(self._id, callback)
 
     def tree(self) -> TreeNode:
-        """The live hierarchy under this agent."""
-        return self._runtime.tree_of(self.agent_id)
+        """The hierarchy under this agent: live agents, and children that ended."""
+        return self._host.tree_of(self._id, self._tree)
+
+    def passivate(self, timeout: float = 10.0) -> bool:
+        """Put this agent's tree to sleep in its store now, if it is idle; whether it was.
+
+        The runtime does it by itself after ``Runtime(idle_after=...)``; the next message to
+        any agent of the tree wakes it.
+        """
+        return self._host.virtual.passivate(self._id, timeout)
 
     def stop(self) -> None:
         """Stop the agent and all its descendants (a run in progress fails)."""
-        self._runtime.stop_agent(self.agent_id)
+        self._host.stop_agent(self._id)
 
     def __repr__(self) -> str:
         return f"<AgentRef {self.agent_id!r} {self.status}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AgentRef) and other._host is self._host and other._id == self._id
+
+    def __hash__(self) -> int:
+        return hash(self._id)

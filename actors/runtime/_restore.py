@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
@@ -13,14 +13,34 @@ from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
 from actors.runtime._effects import ApprovalHandler
+from actors.runtime._node import AgentNode, Tree
+from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
 
 if TYPE_CHECKING:
-    from actors.runtime._node import AgentNode
-    from actors.runtime._ref import AgentRef
-    from actors.runtime._runtime import Runtime
+    from actors.context._events import Clock, Event
+    from actors.loop._loop import TreeLimits
+    from actors.models._model import Model
 
-__all__ = ["restore_tree"]
+__all__ = ["RestoreHost", "restore_tree"]
+
+# The spec of an agent that ended and whose spec was not given: it never runs again.
+_UNKNOWN_SPEC: Agent[Any] = Agent("(unknown)")
+
+
+class RestoreHost(Protocol):
+    """What a restore needs of the host it restores into."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def limits(self) -> TreeLimits: ...
+    def taken(self, agent_id: str) -> bool: ...
+    def reserve(self, agent_id: str) -> None: ...
+    def resolve_model(self, spec: Agent[Any]) -> Model: ...
+    def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
+    def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
+    def remember_ended(self, node: AgentNode) -> None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -40,80 +60,88 @@ def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict
 
 
 def restore_tree(
-    runtime: Runtime,
+    host: RestoreHost,
     session_id: str,
     *,
     store: SessionStore,
     agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
     tool_context: Any = None,
     approval_handler: ApprovalHandler | None = None,
-) -> AgentRef:
-    """See `Runtime.restore`."""
-    from actors.runtime._node import AgentNode
-    from actors.runtime._ref import AgentRef
+    listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None = None,
+    activated: bool = False,
+) -> AgentNode:
+    """See `Runtime.restore`; returns the root's node.
 
+    An activation (``activated``) of a passivated tree logs ``activated`` in each agent that
+    comes back.
+
+    Only the agents that come back to life (the root, every suspended agent and every kept
+    child) need their specs; agents that ended are shown in the tree from their records.
+    """
     stored = store.load(session_id)
     specs = _spec_index(agents)
-    missing = sorted({a.record.name for a in stored.agents} - set(specs))
-    if missing:
-        raise AgentDefinitionError(
-            f"session {session_id!r} holds agents of specs {missing}, which were not given; "
-            "pass them in agents=[...] (specs are matched by name)"
-        )
-    # Agent ids name actors in a runtime: a second agent under the same id would replace the
-    # first in the runtime's records, and that actor would outlive the runtime.
-    taken = sorted(
-        {a.record.agent_id for a in stored.agents} & {n.agent_id for n in runtime.nodes()}
-    )
+    by_id = {a.record.agent_id: a for a in stored.agents}
+    if stored.root_agent_id not in by_id:
+        raise AgentDefinitionError(f"session {session_id!r} has no root agent record")
+    # Agent ids name actors in a host: a second agent under the same id would replace the
+    # first in the host's records, and that actor would outlive the runtime.
+    taken = sorted(agent_id for agent_id in by_id if host.taken(agent_id))
     if taken:
         raise UserError(
             f"session {session_id!r} holds agents {taken}, and this runtime already has agents "
             "of those ids; restore it in another Runtime"
         )
+    tree = Tree(
+        stored.root_agent_id,
+        store=store,
+        session_id=session_id,
+        approval_handler=approval_handler,
+    )
     contexts: dict[str, AgentContext] = {}
     nodes: dict[str, AgentNode] = {}
+    records = {}
     for entry in stored.agents:
         record = entry.record
+        records[record.agent_id] = record
         parent = nodes.get(record.parent_id) if record.parent_id else None
+        if record.parent_id and parent is None:
+            continue  # under an agent that was never recorded: nothing can reach it
         # Two subagents may run specs of one name: the parent's call says which one it was.
         spec = (
             _subagent_spec(parent, contexts[parent.agent_id], record.agent_id, record.name)
             if parent is not None
             else None
-        ) or specs[record.name]
+        ) or specs.get(record.name)
         try:
-            ctx = AgentContext.deserialize(entry.context, clock=runtime.clock)
+            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
         except SerializationError as exc:  # only the restore knows which session it was
             raise SerializationError(f"session {session_id!r}: {exc}") from None
-        ctx.max_iterations = spec.max_iterations
+        if spec is not None:
+            ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
         node = AgentNode(
             record.agent_id,
             record.name,
             record.parent_id,
-            parent.root_id if parent else record.agent_id,
             parent.depth + 1 if parent else 0,
-            spec,
+            spec if spec is not None else _UNKNOWN_SPEC,
             tool_context,
-            store=store,
-            session_id=session_id,
+            tree,
+            path=(*parent.path, record.agent_id) if parent else (record.agent_id,),
             position=record.position,
             status=record.status,
             saved_status=record.status,
-            approval_handler=approval_handler,
         )
         if parent is not None:
             parent.children.append(record.agent_id)
         nodes[record.agent_id] = node
-    if stored.root_agent_id not in nodes:
-        raise AgentDefinitionError(f"session {session_id!r} has no root agent record")
+    tree.next_position(after=max((r.position for r in records.values()), default=0))
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
     # that waits), and what each waiting child has open.
     open_requests: dict[str, tuple[Request, ...]] = {}
     child_parks: dict[str, list[tuple[ToolCall, str]]] = {}
-    for entry in reversed(stored.agents):
-        agent_id = entry.record.agent_id
+    for agent_id in reversed(list(nodes)):
         ctx = contexts[agent_id]
         own = tuple(Request.model_validate(d["request"]) for d in ctx.suspended.values())
         parked: list[tuple[ToolCall, str]] = []
@@ -137,12 +165,9 @@ def restore_tree(
         open_requests[agent_id] = tuple(requests)
         recover(ctx, waiting=bool(requests))
 
-    live_ids: set[str] = set()
-    for entry in stored.agents:  # parents before children
-        agent_id = entry.record.agent_id
-        node, ctx = nodes[agent_id], contexts[agent_id]
-        # Events appended by recovery are written before anything new runs.
-        node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
+    # Which agents come back to life, parents before children; their specs must be known.
+    live_ids: list[str] = []
+    for agent_id, node in nodes.items():
         waiting = bool(open_requests[agent_id])
         is_root = agent_id == stored.root_agent_id
         # A kept child lives as long as its parent: one stopped with its tree (``ref.stop``)
@@ -154,28 +179,49 @@ def restore_tree(
             node.status = "idle"
         elif node.status in ("running", "suspended"):
             node.status = "stopped"
-        live = is_root or waiting or kept
-        if live:
-            live_ids.add(agent_id)
-        else:
-            with runtime.lock:
-                runtime.register(node)
-            runtime.persist(node)
-            continue
-        loop = AgentLoop(
-            node.spec,
-            ctx,
-            model=runtime.resolve_model(node.spec),
-            tool_context=tool_context,
-            depth=node.depth,
-            limits=runtime.limits,
-            approval_handler=approval_handler is not None,
-        )
-        for call, child_id in child_parks[agent_id]:
-            loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
         node.keep = kept
-        runtime.start_node(node, loop)
-    return AgentRef(runtime, nodes[stored.root_agent_id])
+        if is_root or waiting or kept:
+            live_ids.append(agent_id)
+    missing = sorted({nodes[a].name for a in live_ids if nodes[a].spec is _UNKNOWN_SPEC})
+    if missing:
+        raise AgentDefinitionError(
+            f"session {session_id!r} holds agents of specs {missing}, which were not given; "
+            "pass them in agents=[...] (specs are matched by name)"
+        )
+
+    for agent_id, node in nodes.items():
+        ctx = contexts[agent_id]
+        if activated and agent_id in live_ids:
+            ctx._record("activated", {"status": node.status})
+        # Events appended by recovery are written before anything new runs.
+        node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
+        if agent_id not in live_ids:
+            persist(node)
+            host.remember_ended(node)
+    started: list[AgentNode] = []
+    try:
+        for agent_id in live_ids:  # parents before children
+            node, ctx = nodes[agent_id], contexts[agent_id]
+            node.listeners.extend((listeners or {}).get(agent_id, ()))
+            loop = AgentLoop(
+                node.spec,
+                ctx,
+                model=host.resolve_model(node.spec),
+                tool_context=tool_context,
+                depth=node.depth,
+                limits=host.limits,
+                approval_handler=approval_handler is not None,
+            )
+            for call, child_id in child_parks[agent_id]:
+                loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
+            host.reserve(agent_id)
+            host.start(node, loop)
+            started.append(node)
+    except BaseException:
+        for node in reversed(started):  # all or nothing: no half-restored tree stays live
+            host.stop_subtree(node, block=True)
+        raise
+    return nodes[stored.root_agent_id]
 
 
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:

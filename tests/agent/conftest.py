@@ -30,7 +30,7 @@ class Deliveries:
     def __init__(self, runtime: Runtime) -> None:
         self._events: defaultdict[str, threading.Event] = defaultdict(threading.Event)
         self._lock = threading.Lock()
-        effects = runtime.effects
+        effects = runtime._host.effects
         original = effects.call_tool
 
         def call_tool(effect: CallTool, deliver: Any, delegator: Any) -> None:

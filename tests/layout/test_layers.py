@@ -25,7 +25,8 @@ FLOORS: dict[str, int] = {
     "runtime": 4,
     "testing": 5,
     "__init__": 5,
-    "cli": 6,
+    "trace": 6,
+    "cli": 7,
 }
 
 

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from actors import Agent, Runtime, tool
+from actors import Agent, RunEnded, Runtime, ToolCallDelta, tool
 from actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy
-from actors.models._model import StreamDelta
 
 FAST = RetryPolicy(max_attempts=3, initial=0.001, max_delay=0.005, jitter=0)
 
@@ -166,11 +165,14 @@ def test_agent_with_a_tool_over_http(server: Any, wire: Any, provider: str) -> N
         tools=[get_weather],
         model_settings={"stream": True},
     )
-    deltas: list[StreamDelta] = []
     with Runtime() as rt:
         ref = rt.spawn(agent)
-        ref.subscribe(lambda item: deltas.append(item) if isinstance(item, StreamDelta) else None)
-        result = ref.run("Weather in Oslo?", timeout=30)
+        events = list(ref.run_stream("Weather in Oslo?"))
+    ended = events[-1]
+    assert isinstance(ended, RunEnded)
+    assert ended.result is not None
+    result = ended.result
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
 
     assert result.status == "completed"
     assert result.output == "Sunny in Oslo."
@@ -178,7 +180,7 @@ def test_agent_with_a_tool_over_http(server: Any, wire: Any, provider: str) -> N
     assert result.usage.requests == 2
     assert result.usage.input_tokens == 110
     assert result.usage.output_tokens == 17
-    assert any(d.kind == "tool_call" and d.tool_name == "get_weather" for d in deltas)
+    assert any(d.tool_name == "get_weather" for d in deltas)
 
     # The second request carried the tool call and its result back to the model.
     second = server.received[-1].body

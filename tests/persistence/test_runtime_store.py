@@ -221,14 +221,22 @@ def test_a_message_sent_before_a_crash_is_delivered_after_the_restore(store: Any
     assert messages[-1].content == "also check the weather"
 
 
-def test_streamed_deltas_reach_subscribers_and_are_never_stored(store: Any) -> None:
-    from actors import AssistantMessage, ModelRequest, ModelResponse, StreamDelta, Usage
+def test_streamed_deltas_reach_the_stream_and_are_never_stored(store: Any) -> None:
+    from actors import (
+        AssistantMessage,
+        ModelRequest,
+        ModelResponse,
+        RunEnded,
+        StreamDelta,
+        TextDelta,
+        Usage,
+    )
 
     class Streaming:
         name = "streaming"
 
         async def request(self, request: ModelRequest) -> ModelResponse:
-            assert request.on_delta is not None  # someone subscribed
+            assert request.on_delta is not None  # a streamed run
             for piece in ("Hel", "lo"):
                 request.on_delta(StreamDelta("text", piece))
             return ModelResponse(AssistantMessage(content="Hello"), Usage(requests=1))
@@ -237,11 +245,33 @@ def test_streamed_deltas_reach_subscribers_and_are_never_stored(store: Any) -> N
     with Runtime() as runtime:
         ref = runtime.spawn(Agent("a", model=Streaming()), store=store, session_id="stream")
         ref.subscribe(seen.append)
-        result = ref.run("hi", timeout=10)
-    assert result.output == "Hello"
-    assert [d.text for d in seen if isinstance(d, StreamDelta)] == ["Hel", "lo"]
-    events_seen = [(e.seq, e.type) for e in seen if not isinstance(e, StreamDelta)]
+        streamed = list(ref.run_stream("hi"))
+    ended = streamed[-1]
+    assert isinstance(ended, RunEnded)
+    assert ended.result is not None
+    assert ended.result.output == "Hello"
+    assert [d.text for d in streamed if isinstance(d, TextDelta)] == ["Hel", "lo"]
+    events_seen = [(e.seq, e.type) for e in seen]  # subscribers get log events only
     assert _stored_events(store, "stream")["a"] == events_seen  # every event, and no delta
+
+
+def test_subscribing_does_not_make_a_request_stream(store: Any) -> None:
+    from actors import AssistantMessage, ModelRequest, ModelResponse, Usage
+
+    asked: list[bool] = []
+
+    class Recording:
+        name = "recording"
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            asked.append(request.on_delta is not None)
+            return ModelResponse(AssistantMessage(content="ok"), Usage(requests=1))
+
+    with Runtime() as runtime:
+        ref = runtime.spawn(Agent("a", model=Recording()))
+        ref.subscribe(lambda event: None)
+        assert ref.run("hi", timeout=10).output == "ok"
+    assert asked == [False]
 
 
 def test_a_tool_never_runs_when_its_call_cannot_be_written() -> None:

@@ -15,6 +15,7 @@ import structlog
 from actors import Agent, RunContext, Runtime, tool
 from actors.loop._types import CallTool
 from actors.testing import ScriptedModel, call
+
 from .logging_child import KEY, MODES, SECRET
 
 CHILD = Path(__file__).with_name("logging_child.py")
@@ -73,7 +74,8 @@ def test_run_context_repr_shows_the_tool_context_type_only() -> None:
     shown = repr(ctx)
     assert SECRET not in shown
     assert "tool_context=<dict>" in shown
-    assert "agent_id='a'" in shown and "tool_name='t'" in shown
+    assert "agent_id='a'" in shown
+    assert "tool_name='t'" in shown
 
 
 def test_no_library_object_holding_a_tool_context_shows_it_in_its_repr() -> None:

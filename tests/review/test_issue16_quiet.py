@@ -119,7 +119,8 @@ def test_console_lines_are_plain_text_on_a_stream_that_is_not_a_terminal() -> No
         runtime.spawn(agent).run("go", timeout=10)
     text = out.getvalue()
     assert "tool raised" in text
-    assert "agent_id=a" in text and "error_type=RuntimeError" in text
+    assert "agent_id=a" in text
+    assert "error_type=RuntimeError" in text
     assert "Traceback" not in text  # tracebacks=False keeps the type and the message
     assert "\x1b[" not in text  # no colors
 

@@ -173,7 +173,7 @@ def test_a_resumed_subagent_run_has_a_deadline_again() -> None:
     with Runtime() as rt:
         # The subagent deadlines, fired by hand (tools' own 60 s timers are left alone).
         deadlines: list[Any] = []
-        call_later = rt.effects.call_later
+        call_later = rt._host.effects.call_later
 
         def record(delay: float, callback: Any) -> Any:
             if delay == 30.0:
@@ -181,7 +181,7 @@ def test_a_resumed_subagent_run_has_a_deadline_again() -> None:
                 return lambda: None
             return call_later(delay, callback)
 
-        rt.effects.call_later = record  # type: ignore[method-assign]
+        rt._host.effects.call_later = record  # type: ignore[method-assign]
         ref = rt.spawn(lead)
         suspended = ref.run("go", timeout=5)
         assert suspended.status == "suspended"

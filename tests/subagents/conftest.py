@@ -29,13 +29,13 @@ class Answered:
     def __init__(self, runtime: Runtime) -> None:
         self._events: defaultdict[str, threading.Event] = defaultdict(threading.Event)
         self._lock = threading.Lock()
-        original = runtime.child_done
+        original = runtime._host.child_done
 
         def child_done(child: Any, effect: Any) -> None:
             original(child, effect)
             self.of(child.agent_id).set()
 
-        runtime.child_done = child_done  # type: ignore[method-assign]
+        runtime._host.child_done = child_done  # type: ignore[method-assign]
 
     def of(self, agent_id: str) -> threading.Event:
         with self._lock:

@@ -61,9 +61,8 @@ def test_a_delegated_child_past_its_deadline_is_cancelled_and_the_tool_told() ->
         result = rt.spawn(_lead(ask_slow)).run("go", timeout=BOUND)
         (content,) = [m.content for m in tool_results(result.messages)]
         assert content.startswith("RunTimeoutError")
-        ref = rt.node("lead-sub-1").ref
-        assert ref is not None
-        assert ref.actor_stopped.wait(BOUND)
+        node = rt._host.nodes.get("lead-sub-1")
+        assert node is None or node.ref.actor_stopped.wait(BOUND)
 
 
 def test_a_refused_delegation_books_nothing() -> None:

@@ -105,7 +105,7 @@ def test_child_stopped_mid_run_is_an_error_result(rt: Runtime) -> None:
     future = ref.run_async("?")
     try:
         assert started.wait(BOUND)
-        rt.stop_agent("parent-sub-1")
+        rt.ref("parent-sub-1").stop()
         result = future.result(BOUND)
     finally:
         release.set()
@@ -135,7 +135,7 @@ def test_child_cancelled_mid_run_is_an_error_result(rt: Runtime) -> None:
     future = ref.run_async("?")
     try:
         assert started.wait(BOUND)
-        rt.cancel_agent("parent-sub-1", "operator")
+        rt.ref("parent-sub-1").cancel("operator")
         result = future.result(BOUND)
     finally:
         release.set()

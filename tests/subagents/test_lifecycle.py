@@ -53,9 +53,9 @@ def test_kept_child_continues_the_same_context_across_calls_and_runs(rt: Runtime
         "what was it?",
     ]
     wait_stopped(rt, "p-sub-2")
-    assert rt.node("p-sub-1").alive
+    assert rt._host.nodes["p-sub-1"].alive
     assert rt.live_agents() == 2
-    assert rt.node("p-sub-1").status == "idle"
+    assert rt.ref("p-sub-1").status == "idle"
 
     second = ref.run("again")
     assert second.output == "second run done"
@@ -115,7 +115,7 @@ def test_a_kept_child_s_old_timeout_does_not_cancel_its_next_task(rt: Runtime) -
         timers.append(callback)  # fired by hand below, never by the clock
         return lambda: None
 
-    rt.effects.call_later = record  # type: ignore[method-assign]
+    rt._host.effects.call_later = record  # type: ignore[method-assign]
     started, release = threading.Event(), threading.Event()
 
     @tool

@@ -26,7 +26,7 @@ class Deliveries:
     def __init__(self, runtime: Runtime) -> None:
         self._events: defaultdict[str, threading.Event] = defaultdict(threading.Event)
         self._lock = threading.Lock()
-        original = runtime.effects.call_tool
+        original = runtime._host.effects.call_tool
 
         def call_tool(effect: CallTool, deliver: Any, delegator: Any) -> None:
             def delivered(message: Input) -> None:
@@ -36,7 +36,7 @@ class Deliveries:
 
             original(effect, delivered, delegator)
 
-        runtime.effects.call_tool = call_tool  # type: ignore[method-assign]
+        runtime._host.effects.call_tool = call_tool  # type: ignore[method-assign]
 
     def of(self, call_id: str) -> threading.Event:
         with self._lock:

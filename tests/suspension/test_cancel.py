@@ -176,7 +176,7 @@ def test_cancel_of_a_three_level_tree_of_100_agents_stops_every_descendant() -> 
         ref = rt.spawn(root)
         future = ref.run_async("fan out")
         assert arrived.wait(BOUND * 2)
-        nodes = [n for n in rt.nodes() if n.agent_id != "root"]
+        nodes = [n for n in rt._host.nodes.values() if n.agent_id != "root"]
         assert len(nodes) + 1 == 100
         assert rt.live_agents() == 100
         began = time.perf_counter()

@@ -1,0 +1,385 @@
+"""`AgentCell`: one agent's loop as every host runs it.
+
+The cell is the part of an agent that does not depend on where it runs. It applies one input
+at a time to the `AgentLoop`, writes the step's events ahead of its effects, hands the effects
+to its `Host`, and answers whoever waits for a run (the host's caller, a parent's call, a
+parent's tool that delegated). It catches everything: an exception escaping a pykka ``tell``
+handler would stop the actor silently and leave its callers waiting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from actors._logging import get_logger
+from actors._safe import exception_text
+from actors.context._usage import Usage
+from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
+from actors.loop._loop import AgentLoop
+from actors.loop._outcome import outcome_of_error
+from actors.loop._types import (
+    ApprovalDecided,
+    AskApproval,
+    CallModel,
+    CallTool,
+    CancelChild,
+    CancelRun,
+    ChildFinished,
+    Effect,
+    Finish,
+    Input,
+    ModelReplied,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+    Steer,
+    ToolFinished,
+)
+from actors.runtime._host import (
+    Ask,
+    Delegate,
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    Host,
+    HostReply,
+    OpenStream,
+    ParentReply,
+    Query,
+    Reply,
+    settle,
+)
+from actors.runtime._node import AgentNode
+
+__all__ = ["AgentCell"]
+
+_log = get_logger("actors.agent")
+
+_FINAL = frozenset({"finished", "failed", "cancelled"})
+
+_INPUTS = (
+    StartRun,
+    ModelReplied,
+    ToolFinished,
+    ChildFinished,
+    CancelRun,
+    ResumeRun,
+    Steer,
+    ApprovalDecided,
+)
+
+
+class AgentCell:
+    """One agent's loop, its write-ahead, and the runs waiting on it.
+
+    Args:
+        host: Where its effects run.
+        node: The host's record of the agent.
+        loop: Its state machine (fresh, or rebuilt from a log).
+        deliver: Puts an input in this agent's own mailbox (for effects' completions).
+    """
+
+    __slots__ = (
+        "deliver",
+        "host",
+        "log",
+        "loop",
+        "node",
+        "passivating",
+        "timed_out",
+        "waiting",
+    )
+
+    def __init__(
+        self, host: Host, node: AgentNode, loop: AgentLoop, deliver: Callable[[Any], None]
+    ) -> None:
+        self.host = host
+        self.node = node
+        self.loop = loop
+        self.deliver = deliver
+        self.waiting: list[Reply] = []
+        # Runs a parent's deadline cancelled: their end is reported as this timeout, once.
+        self.timed_out: dict[Reply, RunTimeoutError] = {}
+        self.log = _log.bind(
+            agent_id=node.agent_id, parent_id=node.parent_id, session_id=node.session_id
+        )
+        self.passivating = False  # the next stop puts the agent to sleep in its store
+        loop.ctx.subscribe(node.publish_event)
+
+    @property
+    def idle(self) -> bool:
+        """Whether nothing is in flight: no run, or a suspended one waiting on the host."""
+        return not self.waiting and self.loop.status in ("idle", "suspended")
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def receive(self, message: Any) -> Any:
+        """Handle one message; the return value answers an ``ask``."""
+        if isinstance(message, _INPUTS):
+            self.handle(message)
+            return None
+        if isinstance(message, Query):
+            return self._answer(message.what)
+        if isinstance(message, Ask):
+            try:
+                settle(message.future, result=self.receive(message.message))
+            except Exception as exc:
+                settle(message.future, error=exc)
+            return None
+        if isinstance(message, Delegate):
+            try:
+                self.host.start_delegation(self, message)
+            except Exception as exc:
+                self.log.exception("delegation failed")
+                settle(message.future, error=exc)
+            return None
+        if isinstance(message, OpenStream):
+            message.closer.append(self.node.tree.open_stream(self.node.agent_id, message.stream))
+            return None
+        if isinstance(message, ExpireRun):
+            self._expire(message)
+            return None
+        if isinstance(message, DelegateDone):
+            self._delegate_done(message)
+            return None
+        self.log.warning("unknown message ignored", message_type=type(message).__name__)
+        return None
+
+    def handle(self, message: Input) -> None:
+        """Apply one input to the loop, write ahead, carry out its effects."""
+        loop = self.loop
+        if isinstance(message, StartRun | ResumeRun) and message.reply is not None:
+            self.waiting.append(message.reply)
+        try:
+            effects = loop.handle(message)
+        except Exception as exc:  # a bug in the loop must not strand callers
+            self.log.exception("agent loop failed")
+            effects = self._crash(exc)
+        self._sync_node()
+        # Write-ahead: the events that announce an effect (a tool_call, a subagent_spawned) are
+        # durable before the effect starts, so a crash can never hide a side effect.
+        if not self.persist() and loop.run_id is not None:
+            effects = self._store_failed(effects)
+        self._execute(effects)
+        self.persist()
+
+    def _store_failed(self, effects: list[Effect]) -> list[Effect]:
+        """The store refused this step's events: start no tool or child whose call is unwritten."""
+        if not any(isinstance(e, CallTool | RunChild | ResumeChild) for e in effects):
+            return effects
+        error = RunFailedError(
+            f"agent {self.node.agent_id!r}: the session store could not write this "
+            "step's events, so its tools and subagents were not started; see the log"
+        )
+        try:
+            return self.loop.fail_now(error)
+        except Exception:
+            self.log.exception("could not fail the run cleanly")
+            return [Finish(reply, error=error) for reply in list(self.waiting)]
+
+    def persist(self) -> bool:
+        """Write what is buffered; False (and logged) when the store failed."""
+        try:
+            self.host.persist(self.node)
+        except Exception:
+            self.log.exception("could not persist events; they stay buffered")
+            return False
+        return True
+
+    def _crash(self, exc: Exception) -> list[Effect]:
+        error = RunFailedError(
+            f"agent {self.node.agent_id!r} failed internally: {exception_text(exc)}"
+        )
+        error.__cause__ = exc
+        loop = self.loop
+        try:
+            if loop.run_id is not None:
+                return loop.fail_now(error)
+        except Exception:
+            self.log.exception("agent loop could not fail the run cleanly")
+        return [Finish(reply, error=error) for reply in list(self.waiting)]
+
+    def _answer(self, what: str) -> Any:
+        if what == "context":
+            return self.loop.ctx.serialize()
+        if what == "status":
+            return self.loop.status
+        if what == "idle":
+            return self.idle
+        raise ValueError(f"unknown query {what!r}")
+
+    def _sync_node(self) -> None:
+        loop = self.loop
+        node = self.node
+        if loop.status != "idle" or node.status not in _FINAL:
+            # A finished child stays "finished" while late messages (an abandoned model
+            # call's reply) drain before it stops; a new task makes it active again.
+            node.status = loop.status
+        node.step = loop.ctx.iteration
+        node.tool = loop.current_tool
+
+    # -- effects ------------------------------------------------------------------------------
+
+    def _execute(self, effects: list[Effect]) -> None:
+        host = self.host
+        for effect in effects:
+            try:
+                if isinstance(effect, CallModel):
+                    host.call_model(self, effect)
+                elif isinstance(effect, CallTool):
+                    host.call_tool(self, effect)
+                elif isinstance(effect, RunChild):
+                    host.run_child(self, effect)
+                elif isinstance(effect, ResumeChild):
+                    host.resume_child(self, effect)
+                elif isinstance(effect, AskApproval):
+                    host.call_approval(self, effect)
+                elif isinstance(effect, CancelChild):
+                    host.cancel_agent(effect.child_id, effect.reason)
+                elif isinstance(effect, Finish):
+                    self._finish(effect)
+            except Exception as exc:
+                self.log.exception("effect failed", effect=type(effect).__name__)
+                self._effect_failed(effect, exc)
+
+    def _effect_failed(self, effect: Effect, exc: Exception) -> None:
+        if isinstance(effect, CallModel):
+            self.deliver(ModelReplied(effect.run_id, effect.step, error=exc))
+        elif isinstance(effect, CallTool):
+            self.deliver(ToolFinished(effect.run_id, effect.call.id, outcome_of_error(exc)))
+        elif isinstance(effect, RunChild | ResumeChild):
+            self.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=exc))
+
+    def _finish(self, effect: Finish) -> None:
+        reply = effect.reply
+        if reply in self.waiting:
+            self.waiting.remove(reply)
+        ended = effect  # how the run ended, for the child's own status
+        timed_out = self.timed_out.pop(reply, None)
+        if timed_out is not None:
+            # The parent hears one answer: the timeout, with the usage the child had spent.
+            if effect.result is not None:
+                timed_out.messages = effect.result.messages
+                timed_out.usage = effect.result.tree_usage
+            elif isinstance(effect.error, RunError):
+                timed_out.messages, timed_out.usage = effect.error.messages, effect.error.usage
+            effect = dataclasses.replace(effect, result=None, error=timed_out)
+        self._sync_node()
+        if not self.persist() and effect.error is None:
+            # A result is never reported before it is on disk.
+            error = RunFailedError(
+                f"agent {self.node.agent_id!r}: the run ended but its events could not "
+                "be written to the session store; see the log"
+            )
+            effect = dataclasses.replace(effect, result=None, error=error)
+        if isinstance(reply, HostReply):
+            settle(reply.future, result=effect.result, error=effect.error)
+        elif isinstance(reply, ParentReply):
+            result = effect.result
+            tree = result.tree_usage if result is not None else _usage_of(effect)
+            self.host.tell(
+                reply.parent_id,
+                ChildFinished(
+                    reply.run_id,
+                    reply.call_id,
+                    reply.child_id,
+                    result=result,
+                    error=effect.error,
+                    tree_usage=tree,
+                ),
+            )
+            self.host.child_done(self.node, ended)
+        elif isinstance(reply, DelegateReply):
+            result = effect.result
+            tree = result.tree_usage if result is not None else _usage_of(effect)
+            self.host.tell(reply.parent_id, DelegateDone(reply, result, effect.error, tree))
+            self.host.child_done(self.node, ended)
+
+    def _expire(self, message: ExpireRun) -> None:
+        reply = message.reply
+        if not any(waiting is reply for waiting in self.waiting):
+            # That run already ended: a kept child may be on another task, a suspended one
+            # resumed under a deadline of its own (its reply equal, but not the same object).
+            return
+        error = RunTimeoutError(
+            f"subagent {reply.child_id!r} timed out after {message.timeout:g} s",
+            agent_id=reply.child_id,
+        )
+        # Cancel the run and report its end as the timeout: one answer, carrying the usage the
+        # child spent (answering first and cancelling after told the parent twice).
+        self.timed_out[reply] = error
+        self.handle(CancelRun(f"timed out after {message.timeout:g} s"))
+        if self.timed_out.pop(reply, None) is None:
+            return  # the cancelled run's end carried the timeout
+        if reply in self.waiting:
+            self.waiting.remove(reply)
+        if isinstance(reply, ParentReply):
+            self.host.tell(
+                reply.parent_id,
+                ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error),
+            )
+        else:
+            self.host.tell(reply.parent_id, DelegateDone(reply, None, error, Usage()))
+
+    def _delegate_done(self, message: DelegateDone) -> None:
+        result, error, future = message.result, message.error, message.reply.future
+        status = result.status if result is not None else "failed"
+        detail = exception_text(error) if error is not None else None
+        try:
+            self.loop.end_delegation(message.reply.child_id, status, message.tree_usage, detail)
+        except Exception:
+            self.log.exception("could not book the delegated child's end")
+        if error is not None:
+            settle(future, error=error)
+        elif result is None or result.status != "completed":
+            settle(
+                future,
+                error=RunFailedError(
+                    f"delegated agent {message.reply.child_id!r} ended {status}; "
+                    "suspension inside delegate() is not supported"
+                ),
+            )
+        else:
+            settle(future, result=result.output)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def release(self, how: str) -> None:
+        """The agent stops (stopped, failed, or passivated): answer every waiter, and go.
+
+        What is left is written, and the host forgets the agent.
+        """
+        node = self.node
+        if self.passivating:
+            how = "passivated"
+            self.loop.ctx._record("passivated", {"status": node.status})
+        if self.host.closing or how == "passivated":
+            pass  # the agent keeps its status in the store: the host went away, not the agent
+        elif node.status not in _FINAL:
+            node.status = "stopped" if how == "stopped" else "failed"
+        try:
+            self.loop.token_cancel(f"agent {how}")
+        except Exception:
+            self.log.exception("could not cancel the run in flight")
+        for reply in self.waiting:
+            error = AgentStoppedError(f"agent {node.agent_id!r} {how} before its run finished")
+            if isinstance(reply, HostReply):
+                settle(reply.future, error=error)
+            elif isinstance(reply, ParentReply):
+                self.host.tell(
+                    reply.parent_id,
+                    ChildFinished(reply.run_id, reply.call_id, reply.child_id, error=error),
+                )
+            else:
+                self.host.tell(reply.parent_id, DelegateDone(reply, None, error, Usage()))
+        self.waiting.clear()
+        self.persist()
+        self.host.agent_stopped(node)
+
+
+def _usage_of(effect: Finish) -> Usage:
+    usage = getattr(effect.error, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()

@@ -1,0 +1,344 @@
+"""`InlineHost`: agents run on the calling thread, one message at a time, in a fixed order.
+
+The same `AgentCell` that a pooled actor hosts runs here with its effects carried out inline:
+a model is asked and its reply queued, a tool is called and its outcome queued, a child is a
+cell of this host. Messages wait in one queue ordered by (time, sequence); the time only moves
+when a host says an effect takes time (the simulator's virtual clock), so the order, and thus
+the log, is the same on every run. `SyncDriver` uses it with no time at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import heapq
+import inspect
+import itertools
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from actors.context._agent_context import AgentContext
+from actors.context._events import Clock
+from actors.context._frozen import thaw
+from actors.exceptions import AgentStoppedError, UserError
+from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._types import (
+    ApprovalDecided,
+    AskApproval,
+    CallModel,
+    CallTool,
+    CancelRun,
+    ChildFinished,
+    Finish,
+    ModelReplied,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+    ToolFinished,
+)
+from actors.models._model import Model
+from actors.models._test_models import TestModel
+from actors.runtime._cell import AgentCell
+from actors.runtime._effects import ApprovalHandler, decide_approval
+from actors.runtime._host import Delegate, DelegateDone, DelegateReply, ParentReply, settle
+from actors.runtime._node import AgentNode
+from actors.runtime._persist import persist
+
+__all__ = ["InlineHost"]
+
+
+class InlineHost:
+    """Runs a tree of agents on the calling thread (the `Host` seam, with no threads).
+
+    Args:
+        clock: Where event timestamps come from.
+        limits: Tree limits.
+        approval_handler: The in-process approval handler of the tree, or None.
+        default_model: The model of specs that name none.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        limits: TreeLimits | None = None,
+        approval_handler: ApprovalHandler | None = None,
+        default_model: Model | None = None,
+    ) -> None:
+        self.clock = clock
+        self.limits = limits or TreeLimits()
+        self.default_model = default_model
+        self.approval_handler = approval_handler
+        self.cells: dict[str, AgentCell] = {}
+        self.now = 0.0  # the scheduler's time (seconds); only hosts with durations move it
+        self._queue: list[tuple[float, int, str, Any]] = []
+        self._seq = itertools.count()
+        self._busy: set[str] = set()
+        self._held: list[tuple[str, Any]] = []  # for agents busy in an outer turn
+
+    @property
+    def closing(self) -> bool:
+        """An inline host never shuts down under its agents."""
+        return False
+
+    # -- agents -------------------------------------------------------------------------------
+
+    def resolve_model(self, spec: Agent[Any]) -> Model:
+        """The model an agent of ``spec`` uses."""
+        model = spec.model
+        if model is None:
+            return self.default_model if self.default_model is not None else TestModel()
+        assert not isinstance(model, str)
+        return model
+
+    def add(self, node: AgentNode, context: AgentContext) -> AgentCell:
+        """Host a fresh agent."""
+        loop = AgentLoop(
+            node.spec,
+            context,
+            model=self.resolve_model(node.spec),
+            tool_context=node.tool_context,
+            depth=node.depth,
+            limits=self.limits,
+            approval_handler=node.approval_handler is not None,
+        )
+        agent_id = node.agent_id
+        cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
+        node.status = loop.status
+        self.cells[agent_id] = cell
+        node.tree.live += 1
+        node.counted = True
+        persist(node)
+        return cell
+
+    # -- the queue ----------------------------------------------------------------------------
+
+    def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
+        """Queue a message for an agent, ``delay`` seconds from now.
+
+        A delegated child's end goes straight to its parent, whose tool waits for it inside
+        the parent's own turn.
+        """
+        cell = self.cells.get(agent_id)
+        if isinstance(message, DelegateDone) and cell is not None and agent_id in self._busy:
+            cell.receive(message)
+            return
+        heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
+
+    def pump(self, until: Callable[[], bool] | None = None) -> None:
+        """Handle queued messages in order until the queue is empty (or ``until()`` holds)."""
+        while self._queue or self._held:
+            if until is not None and until():
+                return
+            item = self._next()
+            if item is None:
+                return
+            agent_id, message = item
+            cell = self.cells.get(agent_id)
+            if cell is None or cell.node.status == "stopped":
+                continue
+            self._busy.add(agent_id)
+            try:
+                cell.receive(message)
+            finally:
+                self._busy.discard(agent_id)
+
+    def _next(self) -> tuple[str, Any] | None:
+        for index, (agent_id, message) in enumerate(self._held):
+            if agent_id not in self._busy:
+                del self._held[index]
+                return agent_id, message
+        while self._queue:
+            when, _, agent_id, message = heapq.heappop(self._queue)
+            self.now = max(self.now, when)
+            if agent_id in self._busy:
+                # Its turn is on the stack (a tool waits on a delegated child): later.
+                self._held.append((agent_id, message))
+                continue
+            return agent_id, message
+        return None
+
+    # -- effects --------------------------------------------------------------------------------
+
+    def persist(self, node: AgentNode) -> None:
+        """Write the agent's buffered events, if its tree has a store."""
+        persist(node)
+
+    def run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run a coroutine to its end on this thread (or a helper thread if a loop runs here)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        # Called from inside a coroutine of this host (an async tool delegating): a nested
+        # loop cannot run on this thread.
+        box: list[Any] = []
+
+        def run() -> None:
+            try:
+                box.append((True, asyncio.run(coro)))
+            except BaseException as exc:
+                box.append((False, exc))
+
+        thread = threading.Thread(target=run, name="actors-inline")
+        thread.start()
+        thread.join()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+    def call_model(self, cell: AgentCell, effect: CallModel) -> None:
+        """Ask the model now; its reply is queued."""
+        cell.deliver(self.model_reply(cell, effect))
+
+    def model_reply(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
+        """The model's reply to ``effect`` (or its error), asked on this thread."""
+        model = cell.loop.model
+        respond = getattr(model, "respond_inline", None)
+        if respond is not None:  # an InlineModel: no event loop needed
+            try:
+                inline = respond(effect.request)
+            except Exception as exc:
+                return ModelReplied(effect.run_id, effect.step, error=exc)
+            if inline is not None:
+                return ModelReplied(effect.run_id, effect.step, response=inline)
+
+        async def ask() -> Any:
+            return await asyncio.wait_for(model.request(effect.request), effect.timeout)
+
+        try:
+            response = self.run_coroutine(ask())
+        except Exception as exc:
+            return ModelReplied(effect.run_id, effect.step, error=exc)
+        return ModelReplied(effect.run_id, effect.step, response=response)
+
+    def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
+        """Call the tool now; its outcome is queued."""
+        cell.deliver(self.tool_outcome(cell, effect))
+
+    def tool_outcome(self, cell: AgentCell, effect: CallTool) -> ToolFinished:
+        """Run a tool on this thread (an async one to its end) and return its outcome."""
+        delegator = self._delegator(cell)
+        ctx = dataclasses.replace(effect.ctx, _delegator=delegator)
+        try:
+            value = effect.tool.invoke(ctx, effect.arguments)
+            if inspect.isawaitable(value):
+
+                async def wait() -> Any:
+                    return await value
+
+                value = self.run_coroutine(wait())
+            outcome = outcome_of_return(value)
+        except Exception as exc:
+            outcome = outcome_of_error(exc)
+        return ToolFinished(effect.run_id, effect.call.id, outcome)
+
+    def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
+        """Ask the approval handler now; its answer is queued."""
+        handler = cell.node.approval_handler
+        assert handler is not None
+        answer = decide_approval(handler, effect.request)
+        cell.deliver(ApprovalDecided(effect.run_id, effect.call_id, answer))
+
+    def cancel_agent(self, agent_id: str, reason: str) -> None:
+        """Queue a cancel for the agent."""
+        if agent_id in self.cells:
+            self.tell(agent_id, CancelRun(reason))
+
+    # -- children -----------------------------------------------------------------------------
+
+    def _child(
+        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+    ) -> AgentCell:
+        context = AgentContext(
+            child_id,
+            name=spec.name,
+            parent_id=parent.agent_id,
+            metadata=thaw(metadata),
+            max_iterations=spec.max_iterations,
+            clock=self.clock,
+        )
+        node = AgentNode(
+            child_id,
+            spec.name,
+            parent.agent_id,
+            parent.depth + 1,
+            spec,
+            parent.tool_context,
+            parent.tree,
+            path=(*parent.path, child_id),
+            position=parent.tree.next_position(),
+        )
+        node.buffer.extend(context.events)
+        parent.children.append(child_id)
+        return self.add(node, context)
+
+    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
+        """Start (or continue a kept) child; its end is queued for the parent."""
+        parent = cell.node
+        reply = ParentReply(parent.agent_id, effect.run_id, effect.call_id, effect.child_id)
+        child = self.cells.get(effect.child_id)
+        if effect.spawn or child is None:
+            if parent.tree.live >= self.limits.max_agents:
+                error = UserError(f"max agents in one tree ({self.limits.max_agents}) reached")
+                cell.deliver(
+                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+                )
+                return
+            child = self._child(parent, effect.child_id, effect.subagent.agent, effect.metadata)
+            child.node.keep = effect.subagent.keep
+        self.tell(effect.child_id, StartRun(effect.task, "", reply))
+
+    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
+        """Route answers to a suspended child."""
+        reply = ParentReply(cell.node.agent_id, effect.run_id, effect.call_id, effect.child_id)
+        if effect.child_id not in self.cells:
+            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
+            cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
+            return
+        self.tell(effect.child_id, ResumeRun(effect.answers, reply))
+
+    def _delegator(self, cell: AgentCell) -> Callable[..., concurrent.futures.Future[Any]]:
+        def delegate(
+            agent: Agent[Any], task: str, /, *, timeout: float
+        ) -> concurrent.futures.Future[Any]:
+            # The child runs here, to its end, before the tool goes on.
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self.start_delegation(cell, Delegate(agent, task, future, cell.loop.ctx.metadata, 0))
+            self.pump(until=future.done)
+            if not future.done():
+                settle(future, error=AgentStoppedError("the delegated child never answered"))
+            return future
+
+        return delegate
+
+    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
+        """Start a delegated child; its end settles the tool's future."""
+        parent = cell.node
+        child_id, refusal = cell.loop.begin_delegation(message.agent, message.task)
+        if child_id is None or refusal is not None:
+            settle(message.future, error=UserError(f"delegation refused: {refusal}"))
+            return
+        self._child(parent, child_id, message.agent, message.metadata)
+        reply = DelegateReply(parent.agent_id, child_id, message.future)
+        self.tell(child_id, StartRun(message.task, "", reply))
+
+    def child_done(self, node: AgentNode, effect: Finish) -> None:
+        """A child answered: it stops unless it is kept or waits on a request."""
+        if effect.result is not None and effect.result.status == "suspended":
+            return
+        if node.keep:
+            node.status = "idle"
+        elif effect.error is None and effect.result is not None:
+            node.status = "finished" if effect.result.status == "completed" else "cancelled"
+        else:
+            node.status = "failed"
+
+    def agent_stopped(self, node: AgentNode) -> None:
+        """Nothing to free: an inline host keeps its agents for inspection."""

@@ -1,0 +1,690 @@
+"""`LocalHost`: the in-process host behind `Runtime`.
+
+It keeps the records of the agents in memory, starts each agent as a pooled pykka actor around
+an `AgentCell`, carries out the agents' effects (models and async tools on the `EffectRunner`'s
+asyncio loop, blocking tools on its tool pool, children as more actors), writes their events to
+their stores, and routes messages between agents by id. Agents of a store that sit idle past
+``idle_after`` are passivated (see `actors.runtime._virtual`); a message to one activates it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pykka
+
+from actors._logging import get_logger
+from actors.context._agent_context import AgentContext
+from actors.context._events import Clock, Event
+from actors.context._frozen import thaw
+from actors.exceptions import AgentStoppedError, UserError
+from actors.loop._agent import Agent, Subagent
+from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._types import (
+    AskApproval,
+    CallModel,
+    CallTool,
+    CancelRun,
+    ChildFinished,
+    Finish,
+    ResumeChild,
+    ResumeRun,
+    RunChild,
+    StartRun,
+)
+from actors.models._model import Model
+from actors.models._test_models import TestModel
+from actors.runtime._actor import AgentActor
+from actors.runtime._cell import AgentCell
+from actors.runtime._effects import ApprovalHandler, EffectRunner
+from actors.runtime._host import (
+    Ask,
+    Delegate,
+    DelegateReply,
+    ExpireRun,
+    ParentReply,
+    settle,
+)
+from actors.runtime._mailbox import Dispatcher
+from actors.runtime._node import AgentNode, Tree
+from actors.runtime._persist import persist
+from actors.runtime._tombstone import Tombstone, TreeNode
+from actors.runtime._virtual import Passivation
+from actors.store._protocol import SessionStore
+
+__all__ = ["ASK_TIMEOUT", "LocalHost"]
+
+_log = get_logger("actors.runtime")
+
+ASK_TIMEOUT = 10.0
+
+
+class LocalHost:
+    """Runs agents in this process; `Runtime` is its public face.
+
+    Args:
+        limits: Tree limits.
+        workers: Mailbox worker threads.
+        max_tool_threads: Threads for blocking tools.
+        clock: Where event timestamps come from.
+        idle_after: Seconds after which an idle agent with a store is passivated, or None.
+        default_model: The model of specs that name none.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: TreeLimits,
+        workers: int,
+        max_tool_threads: int,
+        clock: Clock,
+        idle_after: float | None,
+        default_model: Model | None = None,
+    ) -> None:
+        self.limits = limits
+        self.clock = clock
+        self.default_model = default_model
+        self.effects = EffectRunner(max_tool_threads)
+        self.dispatcher = Dispatcher(workers)
+        self.lock = threading.RLock()
+        self.nodes: dict[str, AgentNode] = {}  # agents with a live actor
+        self.cells: dict[str, AgentCell] = {}
+        self.sessions: dict[str, tuple[SessionStore, str]] = {}  # session -> (store, root id)
+        self._reserved: set[str] = set()  # ids handed out, not yet registered
+        self._counters: dict[str, int] = {}  # the next suffix of each name used
+        self._closed = False
+        self.virtual = Passivation(self, idle_after)
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        """Whether the host is shutting down."""
+        return self._closed
+
+    def unique_id(self, wanted: str, *, explicit: bool = False) -> str:
+        """A free id, reserved at once: two threads spawning one name get two ids.
+
+        Ids made from a spec's name are never handed out twice in a runtime (a stale ref never
+        reaches a new agent): ``a``, then ``a-2``, ``a-3``... An explicit id is used as is when
+        no agent here has it.
+        """
+        with self.lock:
+            suffix = self._counters.get(wanted)
+            if (explicit or suffix is None) and not self.taken(wanted):
+                if suffix is None and not explicit:
+                    self._counters[wanted] = 2
+                self._reserved.add(wanted)
+                return wanted
+            suffix = suffix or 2
+            while self.taken(agent_id := f"{wanted}-{suffix}"):
+                suffix += 1
+            self._counters[wanted] = suffix + 1
+            self._reserved.add(agent_id)
+            return agent_id
+
+    def reserve(self, agent_id: str) -> None:
+        """Reserve an exact id (a restored agent's); `UserError` if it is taken."""
+        with self.lock:
+            if self.taken(agent_id):
+                raise UserError(f"agent id {agent_id!r} is taken in this runtime")
+            self._reserved.add(agent_id)
+
+    def unreserve(self, agent_id: str) -> None:
+        """Give back an id a failed spawn reserved (a name used by nobody is free again)."""
+        with self.lock:
+            self._reserved.discard(agent_id)
+            if self._counters.get(agent_id) == 2:
+                del self._counters[agent_id]
+
+    def taken(self, agent_id: str) -> bool:
+        """Whether an agent of this host (live, passivated or being started) has the id."""
+        with self.lock:
+            return (
+                agent_id in self.nodes or agent_id in self._reserved or self.virtual.holds(agent_id)
+            )
+
+    def session_root(self, store: SessionStore, session_id: str) -> str | None:
+        """The root id of a session of ``store`` live or passivated here, or None."""
+        with self.lock:
+            entry = self.sessions.get(session_id)
+        if entry is None or entry[0] is not store:
+            return None
+        return entry[1]
+
+    def resolve_model(self, spec: Agent[Any]) -> Model:
+        """The model an agent of ``spec`` uses."""
+        model = spec.model
+        if model is None:
+            return self.default_model if self.default_model is not None else TestModel()
+        assert not isinstance(model, str)  # resolved by the spec
+        return model
+
+    # -- starting agents ------------------------------------------------------------------------
+
+    def start(self, node: AgentNode, loop: AgentLoop) -> None:
+        """Write the agent's first events, then start its actor (fresh, or restored).
+
+        Raises:
+            UserError: the host is shut down.
+            StoreError: its events could not be written; nothing of it stays registered.
+        """
+        if self._closed:
+            self.unreserve(node.agent_id)
+            raise UserError("this runtime is shut down; create a new Runtime")
+        node.status = loop.status
+        try:
+            persist(node)
+        except BaseException:
+            self.unreserve(node.agent_id)
+            raise
+        with self.lock:
+            if self._closed:  # shut down meanwhile: this agent would outlive its host
+                self._reserved.discard(node.agent_id)
+                node.status = "stopped"
+                raise UserError("this runtime is shut down; create a new Runtime")
+            actor_box: list[pykka.ActorRef[Any]] = []
+
+            def deliver(message: Any) -> None:
+                # From effect threads. An agent stopped meanwhile has nobody left to tell.
+                with contextlib.suppress(pykka.ActorDeadError):
+                    actor_box[0].tell(message)
+
+            cell = AgentCell(self, node, loop, deliver)
+            observe = self.virtual.observe if self.virtual.idle_after is not None else None
+            ref = AgentActor.start(self.dispatcher, cell, observe)
+            actor_box.append(ref)
+            node.ref = ref
+            self.nodes[node.agent_id] = node
+            self.cells[node.agent_id] = cell
+            self._reserved.discard(node.agent_id)
+            if node.parent_id is None and node.tree.store is not None and node.session_id:
+                self.sessions[node.session_id] = (node.tree.store, node.agent_id)
+            if not node.counted:
+                node.tree.live += 1
+                node.counted = True
+        self.effects.retain(loop.model)
+
+    def new_loop(self, node: AgentNode, context: AgentContext) -> AgentLoop:
+        """The state machine of a fresh agent."""
+        return AgentLoop(
+            node.spec,
+            context,
+            model=self.resolve_model(node.spec),
+            tool_context=node.tool_context,
+            depth=node.depth,
+            limits=self.limits,
+            approval_handler=node.approval_handler is not None,
+        )
+
+    def spawn_root(
+        self,
+        agent: Agent[Any],
+        *,
+        agent_id: str,
+        tool_context: Any,
+        metadata: dict[str, Any],
+        store: SessionStore | None,
+        session_id: str | None,
+        approval_handler: ApprovalHandler | None,
+    ) -> AgentNode:
+        """Start a root agent under a reserved id."""
+        context = AgentContext(
+            agent_id,
+            name=agent.name,
+            metadata=metadata,
+            max_iterations=agent.max_iterations,
+            clock=self.clock,
+        )
+        tree = Tree(agent_id, store=store, approval_handler=approval_handler)
+        node = AgentNode(agent_id, agent.name, None, 0, agent, tool_context, tree)
+        if store is not None:
+            try:
+                self._open_session(tree, node, store, session_id)
+            except BaseException:
+                self.unreserve(agent_id)
+                raise
+            node.buffer.extend(context.events)  # the initial metadata, logged before spawn
+        self.start(node, self.new_loop(node, context))
+        return node
+
+    def _open_session(
+        self, tree: Tree, node: AgentNode, store: SessionStore, session_id: str | None
+    ) -> None:
+        tree.session_id = tree.incarnation = session_id or uuid.uuid4().hex
+        store.create_session(
+            tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
+        )
+        # A fresh context's events would collide with the stored ones at every seq.
+        if store.last_seq(tree.session_id, node.agent_id) >= 0:
+            raise UserError(
+                f"session {tree.session_id!r} already holds agent {node.agent_id!r}; continue "
+                "it with Runtime.restore or Runtime.open_session, or spawn with another "
+                "session_id"
+            )
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def tell(self, agent_id: str, message: Any) -> None:
+        """Deliver to an agent by id: live, or activated from its store; dropped if gone."""
+        # A parent stopped first (a tree stopped top-down) has nobody left to tell.
+        with contextlib.suppress(AgentStoppedError):
+            self.send(agent_id, message)
+
+    def send(self, agent_id: str, message: Any, incarnation: str | None = None) -> None:
+        """Deliver to an agent by id (and, from a ref, to the life of it the ref was made for).
+
+        Raises:
+            AgentStoppedError: no agent of that id (and life) is live or passivated here.
+        """
+        for _ in range(3):
+            with self.lock:
+                # A fenced or dormant tree holds its messages, in order, until it wakes.
+                if self.virtual.deliver(agent_id, message, incarnation):
+                    return
+                node = self.nodes.get(agent_id)
+                if node is None or node.ref is None:
+                    break
+                if incarnation is not None and node.tree.incarnation != incarnation:
+                    break
+                try:
+                    node.ref.tell(message)
+                    return
+                except pykka.ActorDeadError:
+                    pass  # stopped meanwhile (it may be passivating): look again
+        raise AgentStoppedError(
+            f"agent {agent_id!r} is not running; spawn it again or restore its session"
+        )
+
+    def ask(
+        self, agent_id: str, message: Any, timeout: float, incarnation: str | None = None
+    ) -> Any:
+        """Ask an agent by id; wait at most ``timeout`` seconds (it is activated if need be)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.send(agent_id, Ask(message, future), incarnation)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
+
+    # -- views --------------------------------------------------------------------------------
+
+    def status_of(self, agent_id: str, tree: Tree | None = None) -> str:
+        """An agent's status, live, passivated (as it was put to sleep), or ended.
+
+        An ended agent's status is what ``tree`` remembers of it.
+        """
+        with self.lock:
+            node = self.nodes.get(agent_id)
+            if node is not None and (tree is None or node.tree.incarnation == tree.incarnation):
+                return node.status
+            dormant = self.virtual.dormant(agent_id)
+            if dormant is not None:
+                return dormant.statuses.get(agent_id, "idle")
+        ended = tree.ended.get(agent_id) if tree is not None else None
+        return ended.status if ended is not None else "stopped"
+
+    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Add a listener to an agent's log (kept while it is passivated)."""
+        with self.lock:
+            node = self.nodes.get(agent_id)
+            dormant = self.virtual.dormant(agent_id)
+            if dormant is not None:
+                listeners = dormant.listeners.setdefault(agent_id, [])
+            elif node is not None:
+                listeners = node.listeners
+            else:
+                raise AgentStoppedError(f"agent {agent_id!r} is not running")
+            listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with self.lock:
+                for place in self._listener_lists(agent_id):
+                    if callback in place:
+                        place.remove(callback)
+
+        return unsubscribe
+
+    def _listener_lists(self, agent_id: str) -> list[list[Callable[[Event], None]]]:
+        places = []
+        node = self.nodes.get(agent_id)
+        if node is not None:
+            places.append(node.listeners)
+        dormant = self.virtual.dormant(agent_id)
+        if dormant is not None and agent_id in dormant.listeners:
+            places.append(dormant.listeners[agent_id])
+        return places
+
+    def tree_of(self, agent_id: str, tree: Tree | None = None) -> TreeNode:
+        """The hierarchy under ``agent_id`` as it stands now.
+
+        Ended agents appear as ``tree`` remembers them.
+        """
+        with self.lock:
+            node = self.nodes.get(agent_id)
+            if node is not None:
+                children = [
+                    self.tree_of(child_id, node.tree)
+                    for child_id in node.children
+                    if child_id in self.nodes or child_id in node.tree.ended
+                ]
+                return TreeNode(
+                    node.agent_id,
+                    node.name,
+                    node.parent_id,
+                    node.status,
+                    node.step,
+                    node.tool,
+                    tuple(children),
+                )
+            dormant = self.virtual.dormant(agent_id)
+            if dormant is not None:
+                return dormant.tree_view(agent_id)
+        if tree is not None and agent_id in tree.ended:
+            return tree.ended[agent_id].view(tree.ended)
+        raise AgentStoppedError(f"agent {agent_id!r} is not running")
+
+    def live_agents(self) -> int:
+        """How many agents have a live actor."""
+        with self.lock:
+            return len(self.nodes)
+
+    # -- effects --------------------------------------------------------------------------------
+
+    def persist(self, node: AgentNode) -> None:
+        """Write the agent's buffered events and status (see `persist`)."""
+        persist(node)
+
+    def call_model(self, cell: AgentCell, effect: CallModel) -> None:
+        """Answer inline when the model can; else a request on the effects loop."""
+        model = cell.loop.model
+        node = cell.node
+        respond = getattr(model, "respond_inline", None)
+        if respond is not None and not node.wants_deltas():
+            from actors.loop._types import ModelReplied
+
+            try:
+                response = respond(effect.request)
+            except Exception as exc:  # a scripted failure: a value for the agent
+                cell.deliver(ModelReplied(effect.run_id, effect.step, error=exc))
+                return
+            if response is not None:
+                cell.deliver(ModelReplied(effect.run_id, effect.step, response=response))
+                return
+        if node.wants_deltas():
+            import dataclasses
+
+            request = dataclasses.replace(effect.request, on_delta=node.publish_delta)
+            effect = dataclasses.replace(effect, request=request)
+        self.effects.call_model(effect, model, cell.deliver)
+
+    def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
+        """Start a tool on the effects loop or the tool pool."""
+        self.effects.call_tool(effect, cell.deliver, self._delegator(cell.node, effect))
+
+    def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
+        """Ask the tree's approval handler on the tool pool."""
+        handler = cell.node.approval_handler
+        assert handler is not None
+        self.effects.call_approval(effect, handler, cell.deliver)
+
+    def cancel_agent(self, agent_id: str, reason: str) -> None:
+        """Cancel an agent's run (and, through it, its descendants')."""
+        with self.lock:
+            node = self.nodes.get(agent_id)
+        if node is not None and node.ref is not None:
+            with contextlib.suppress(pykka.ActorDeadError):
+                node.ref.tell(CancelRun(reason))
+
+    # -- children -----------------------------------------------------------------------------
+
+    def _claim_slot(self, tree: Tree) -> bool:
+        """Count a child toward its tree's size now, or refuse: one check, one lock."""
+        with self.lock:
+            if tree.live >= self.limits.max_agents:
+                return False
+            tree.live += 1
+            return True
+
+    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
+        """Spawn (or reuse a kept) child and start its run."""
+        parent = cell.node
+        reply = ParentReply(parent.agent_id, effect.run_id, effect.call_id, effect.child_id)
+        if effect.spawn:
+            if not self._claim_slot(parent.tree):
+                error: Exception = UserError(
+                    f"max agents in one tree ({self.limits.max_agents}) reached"
+                )
+                cell.deliver(
+                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+                )
+                return
+            child = self._spawn_child(
+                parent, effect.child_id, effect.subagent.agent, effect.metadata
+            )
+            child.keep = effect.subagent.keep
+        else:
+            with self.lock:
+                child_or_none = self.nodes.get(effect.child_id)
+            if child_or_none is None or not child_or_none.alive:
+                error = AgentStoppedError(f"kept child {effect.child_id!r} is no longer running")
+                cell.deliver(
+                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
+                )
+                return
+            child = child_or_none
+        child.run_timeout = effect.timeout
+        self.send(child.agent_id, StartRun(effect.task, "", reply))
+        self._arm_timeout(child, reply, effect.timeout)
+
+    def _spawn_child(
+        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+    ) -> AgentNode:
+        """Start a child whose tree slot is claimed already."""
+        context = AgentContext(
+            child_id,
+            name=spec.name,
+            parent_id=parent.agent_id,
+            # A deep copy: nothing the child does reaches the parent's metadata.
+            metadata=thaw(metadata),
+            max_iterations=spec.max_iterations,
+            clock=self.clock,
+        )
+        child = AgentNode(
+            child_id,
+            spec.name,
+            parent.agent_id,
+            parent.depth + 1,
+            spec,
+            parent.tool_context,  # forwarded unchanged: the same object
+            parent.tree,
+            path=(*parent.path, child_id),
+            counted=True,
+        )
+        child.buffer.extend(context.events)
+        with self.lock:
+            child.position = parent.tree.next_position()
+            parent.children.append(child_id)
+            self._reserved.add(child_id)
+        try:
+            self.start(child, self.new_loop(child, context))
+        except BaseException:
+            with self.lock:
+                parent.tree.live -= 1
+                parent.children.remove(child_id)
+            raise
+        return child
+
+    def _arm_timeout(self, child: AgentNode, reply: ParentReply | DelegateReply, t: float) -> None:
+        def expire() -> None:
+            # The child decides: only the run this timer was armed for may expire (a kept child
+            # may be on its next task by now).
+            self.tell(child.agent_id, ExpireRun(reply, t))
+
+        self.effects.call_later(t, expire)
+
+    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
+        """Route answers down to a suspended child."""
+        reply = ParentReply(cell.node.agent_id, effect.run_id, effect.call_id, effect.child_id)
+        with self.lock:
+            child = self.nodes.get(effect.child_id)
+        if child is None or not child.alive:
+            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
+            cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
+            return
+        self.send(child.agent_id, ResumeRun(effect.answers, reply))
+        # The resumed run gets its deadline again (the first one ended with the suspension).
+        self._arm_timeout(child, reply, self._run_timeout(child, cell.node))
+
+    @staticmethod
+    def _run_timeout(child: AgentNode, parent: AgentNode) -> float:
+        if child.run_timeout is not None:
+            return child.run_timeout
+        # Restored: the parent's spec holds the deadline of the subagent this child runs.
+        for subagent in parent.spec.subagent_map.values():
+            if subagent.agent is child.spec:
+                return subagent.timeout
+        return Subagent(child.spec).timeout  # the default
+
+    def child_done(self, node: AgentNode, effect: Finish) -> None:
+        """A child answered its parent: stop it unless it is kept or waits on a request."""
+        if effect.result is not None and effect.result.status == "suspended":
+            return
+        if node.keep:  # alive, waiting for its parent's next task
+            node.status = "idle"
+        elif effect.error is None and effect.result is not None:
+            node.status = "finished" if effect.result.status == "completed" else "cancelled"
+        else:
+            node.status = "failed"
+        if not node.keep and node.ref is not None:
+            self.stop_subtree(node, block=False)
+
+    # -- delegation from tools ----------------------------------------------------------------
+
+    def _delegator(self, node: AgentNode, effect: CallTool) -> Callable[..., Any]:
+        """The function behind ``ctx.delegate`` for a tool call of ``node``."""
+        agent_id, metadata = node.agent_id, effect.ctx.metadata
+
+        def delegate(
+            agent: Agent[Any], task: str, /, *, timeout: float
+        ) -> concurrent.futures.Future[Any]:
+            if not isinstance(agent, Agent):
+                raise UserError(f"delegate() takes an Agent spec, got {type(agent).__name__}")
+            if not isinstance(task, str) or not task.strip():
+                raise UserError("delegate() needs a non-empty task string")
+            if timeout <= 0:
+                raise UserError(f"delegate() needs a positive timeout, got {timeout}")
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            # The child's deadline is armed when it starts, so the future always ends.
+            try:
+                self.send(agent_id, Delegate(agent, task, future, metadata, timeout))
+            except AgentStoppedError as exc:
+                settle(future, error=exc)
+            return future
+
+        return delegate
+
+    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
+        """Spawn a child for a tool's ``ctx.delegate`` call."""
+        parent = cell.node
+        if not self._claim_slot(parent.tree):
+            refusal = f"max agents in one tree ({self.limits.max_agents}) reached"
+            settle(message.future, error=UserError(f"delegation refused: {refusal}"))
+            return
+        child_id, problem = cell.loop.begin_delegation(message.agent, message.task)
+        if child_id is None or problem is not None:
+            with self.lock:
+                parent.tree.live -= 1
+            settle(message.future, error=UserError(f"delegation refused: {problem}"))
+            return
+        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        reply = DelegateReply(parent.agent_id, child_id, message.future)
+        self.send(child.agent_id, StartRun(message.task, "", reply))
+        self._arm_timeout(child, reply, message.timeout)
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def stop_agent(self, agent_id: str) -> None:
+        """Stop an agent and all its descendants.
+
+        A passivated tree is forgotten here; it stays in its store.
+        """
+        with self.lock:
+            node = self.nodes.get(agent_id)
+        if node is not None:
+            self.stop_subtree(node, block=True)
+            return
+        self.virtual.drop(agent_id)
+
+    def stop_subtree(self, node: AgentNode, *, block: bool) -> None:
+        """Stop an agent and its live descendants, top-down."""
+        # Top-down: a parent stopped first cannot mistake its children's stopping for faults
+        # and take another step with their errors.
+        if node.ref is not None and node.alive:
+            status = node.status
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                node.ref.stop(block=block, timeout=ASK_TIMEOUT if block else None)
+            node.status = status if status in ("finished", "failed", "cancelled") else "stopped"
+        for child_id in list(node.children):
+            with self.lock:
+                child = self.nodes.get(child_id)
+            if child is not None and child.alive:
+                self.stop_subtree(child, block=block)
+
+    def remember_ended(self, node: AgentNode) -> None:
+        """Keep what a tree view shows of an agent that ended (a restored tree's)."""
+        node.tree.remember(Tombstone.of(node))
+
+    def agent_stopped(self, node: AgentNode) -> None:
+        """An actor stopped: it no longer counts, and its record goes.
+
+        Its tree remembers how it ended (for tree views).
+        """
+        with self.lock:
+            if node.counted:
+                node.counted = False
+                node.tree.live -= 1
+            if self.nodes.get(node.agent_id) is node:
+                del self.nodes[node.agent_id]
+                cell = self.cells.pop(node.agent_id, None)
+            else:
+                cell = None
+            passivating = self.virtual.passivating(node.agent_id)
+            if (
+                node.parent_id is None
+                and node.session_id
+                and not passivating
+                and self.sessions.get(node.session_id, (None, ""))[1] == node.agent_id
+            ):
+                del self.sessions[node.session_id]
+            if not passivating:
+                node.tree.remember(Tombstone.of(node))
+        if cell is not None:
+            self.effects.release(cell.loop.model)
+        self.virtual.forget(node)
+
+    def shutdown(self, timeout: float) -> None:
+        """Stop every agent, then the threads."""
+        with self.lock:
+            if self._closed:
+                return
+            # Under the lock: an agent starting now (a child a busy parent spawns) is either in
+            # this list or refused by `start`, never started after it.
+            self._closed = True
+            refs = [n.ref for n in self.nodes.values() if n.ref is not None and n.ref.is_alive()]
+        self.virtual.close()
+        # Ask them all to stop, then wait: stopping one by one costs a round trip each.
+        stopping = []
+        for ref in refs:
+            with contextlib.suppress(pykka.ActorDeadError):
+                stopping.append(ref.stop(block=False))
+        for future in stopping:
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                future.get(timeout=timeout)
+        self.dispatcher.close()
+        self.effects.close()
