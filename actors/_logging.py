@@ -104,13 +104,19 @@ def configure_logging(
     Example:
         >>> import io, json
         >>> import actors
-        >>> from actors._logging import get_logger
+        >>> from actors.testing import ScriptedModel, call
+        >>> @actors.tool
+        ... def flaky() -> str:
+        ...     'Fail.'
+        ...     raise TimeoutError("upstream timed out")
+        >>> agent = actors.Agent("a", tools=[flaky], model=ScriptedModel([call("flaky"), "no"]))
         >>> out = io.StringIO()
-        >>> actors.configure_logging("INFO", format="json", stream=out)
-        >>> get_logger("actors.example").bind(agent_id="a").info("hello", n=1)
+        >>> actors.configure_logging("WARNING", format="json", stream=out)
+        >>> with actors.Runtime() as runtime:
+        ...     result = runtime.spawn(agent).run("go")
         >>> line = json.loads(out.getvalue())
-        >>> line["event"], line["agent_id"], line["n"], line["level"]
-        ('hello', 'a', 1, 'info')
+        >>> line["event"], line["agent_id"], line["error_type"], line["error"]
+        ('tool raised', 'a', 'TimeoutError', 'upstream timed out')
         >>> actors.configure_logging(None)  # back to silence
     """
     global _sink

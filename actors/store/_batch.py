@@ -184,6 +184,11 @@ def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]
         raise ValueError("a stored event payload nests too deeply to be read") from None
     if len(payloads) != len(rows):
         raise ValueError("a stored event payload is not one JSON value")
+    for (seq, _, _, _), payload in zip(rows, payloads, strict=True):
+        if type(payload) is not dict:
+            raise ValueError(
+                f"the payload of event {seq} is a {type(payload).__name__}, not an object"
+            )
     return [
         {"seq": seq, "type": kind, "data": data, "created_at": created_at}
         for (seq, kind, _, created_at), data in zip(rows, payloads, strict=True)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import doctest
 import io
 import json
 import logging
@@ -187,3 +188,13 @@ def test_a_log_line_that_cannot_be_written_never_fails_the_run() -> None:
     with Runtime() as runtime:
         result = runtime.spawn(agent).run("go", timeout=10)
     assert result.output == "done"
+
+
+def test_the_docstring_examples_run() -> None:
+    import actors._logging
+    import actors._safe
+
+    for module in (actors._logging, actors._safe):
+        result = doctest.testmod(module)
+        assert result.attempted > 0
+        assert result.failed == 0

@@ -1,5 +1,6 @@
 """Real stored sessions for the restore fuzz test: a tree suspended three levels deep, a kept
-child, a fan-out of children with tools, and a turn interrupted by a crash."""
+child, a fan-out of children with tools, and a turn interrupted by a crash with a steering
+message in flight."""
 
 from __future__ import annotations
 
@@ -82,9 +83,7 @@ def write_sessions(path: Path) -> list[str]:
     with SQLiteStore(path) as store:
         with Runtime() as runtime:
             runtime.spawn(deep, store=store, session_id="deep").run("go", timeout=10)
-            ref = runtime.spawn(kept, store=store, session_id="kept")
-            ref.run("go", timeout=10)
-            ref.send("steer this way")
+            runtime.spawn(kept, store=store, session_id="kept").run("go", timeout=10)
             runtime.spawn(fan, store=store, session_id="fan").run("go", timeout=10)
         started, release = threading.Event(), threading.Event()
 
@@ -98,8 +97,10 @@ def write_sessions(path: Path) -> list[str]:
         crashing = Agent("crash", model=ScriptedModel([[call("slow"), call("nope")]]), tools=[slow])
         runtime = Runtime()
         try:
-            runtime.spawn(crashing, store=store, session_id="crash").run_async("go")
+            ref = runtime.spawn(crashing, store=store, session_id="crash")
+            ref.run_async("go")
             started.wait(10)
+            ref.send("steer this way")  # logged at once; delivered by recovery after the crash
         finally:
             runtime.shutdown()  # the process "dies" with the tool in flight
             release.set()
