@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -27,7 +28,8 @@ from actors.testing import ScriptedModel
 
 from .stored_sessions import specs, write_sessions
 
-CASES = 250  # mutated sessions per run (about 5 s)
+# Damaged sessions per run (about 2 s); ACTORS_FUZZ_CASES=5000 for a long hunt.
+CASES = int(os.environ.get("ACTORS_FUZZ_CASES", "200"))
 
 TYPES = [
     "turn_start", "turn_end", "step_start", "step_end", "tool_call", "request_header",
@@ -35,6 +37,7 @@ TYPES = [
     "cancelled", "error", "steered", "recovered", "replace", "system_message", "user_message",
     "assistant_message", "tool_result", "app.note",
 ]  # fmt: skip
+READ = {"subagent_spawned", "suspended", "resumed", "tool_call", "steered", "turn_start", "usage"}
 KEYS = ["id", "name", "child_id", "request", "tool_call", "run_id", "content", "keep", "x"]
 JUNK: list[Any] = [None, True, False, 0, -1, 7, 2**70, 1.5, "", "x", "turn_start", [], {}]
 
@@ -71,13 +74,24 @@ def _mutate_value(rng: random.Random, data: Any) -> Any:
 def _damage(rng: random.Random, path: Path) -> None:
     """Change one to three rows of the file as a bad edit, a bug or a bad disk would."""
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT session_id, agent_id, seq, data FROM events").fetchall()
+    conn.execute("PRAGMA synchronous = OFF")  # a scratch copy: no fsync needed
+    rows = conn.execute("SELECT session_id, agent_id, seq, data, type FROM events").fetchall()
+    # Events whose fields the loop, recovery and restore read are damaged more often.
+    weights = [20 if row[4] in READ else 1 for row in rows]
     for _ in range(rng.randint(1, 3)):
-        session_id, agent_id, seq, data = rng.choice(rows)
+        session_id, agent_id, seq, data, kind = rng.choices(rows, weights)[0]
         where = (session_id, agent_id, seq)
         roll = rng.random()
         if roll < 0.55:
-            mutated = json.dumps(_mutate_value(rng, json.loads(data)))
+            payload = json.loads(data)
+            if kind in READ and payload and rng.random() < 0.5:  # a field the library reads
+                key = rng.choice(list(payload))
+                payload = {k: v for k, v in payload.items() if k != key}
+                if rng.random() < 0.5:
+                    payload[key] = _junk(rng)
+                mutated = json.dumps(payload)
+            else:
+                mutated = json.dumps(_mutate_value(rng, payload))
             conn.execute(
                 "UPDATE events SET data = ? WHERE session_id = ? AND agent_id = ? AND seq = ?",
                 (mutated, *where),
