@@ -20,6 +20,7 @@ from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent, UsageLimits
 from actors.loop._loop import TreeLimits
 from actors.loop._tools import Tool, ToolResult, tool
+from actors.loop._toolset import Toolset, ToolsetView
 from actors.models._model import (
     InlineModel,
     Model,
@@ -88,6 +89,8 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "ToolResultMessage",
+    "Toolset",
+    "ToolsetView",
     "TranscriptEntry",
     "TreeLimits",
     "TreeNode",

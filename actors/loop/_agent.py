@@ -10,6 +10,7 @@ from typing_extensions import TypeVar
 from actors.exceptions import AgentDefinitionError
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._tools import Tool
+from actors.loop._toolset import Toolset
 from actors.models._model import Model, ModelSettings
 
 __all__ = ["Agent", "Subagent", "UsageLimits"]
@@ -75,6 +76,9 @@ class Agent(Generic[OutputT]):
             `actors.models.infer_model` when the agent is spawned.
         instructions: The system prompt, logged as the first message of a fresh context.
         tools: Tools, or plain functions that become tools.
+        toolsets: Sources of tools listed at run time, such as MCP servers
+            (`actors.mcp.MCPServerStdio`, `actors.mcp.MCPServerHTTP`). Each is opened once per
+            runtime, when the agent is spawned, and shared by every agent that uses it.
         subagents: Child agents the model can call, as `Subagent` entries, bare `Agent` specs,
             or a mapping from tool name to either.
         output_type: The type of the final answer (``str`` by default). Other types are
@@ -93,6 +97,7 @@ class Agent(Generic[OutputT]):
     model: Model | str | None = None
     instructions: str | None = None
     tools: Sequence[Tool | Callable[..., Any]] = ()
+    toolsets: Sequence[Toolset] = ()
     subagents: Sequence[Subagent | Agent[Any]] | Mapping[str, Subagent | Agent[Any]] = ()
     output_type: type[OutputT] | None = None
     max_iterations: int = 25
@@ -138,8 +143,15 @@ class Agent(Generic[OutputT]):
                     f"agent {self.name!r}: output_type {self.output_type!r} cannot be "
                     f"validated or described as JSON: {exc}"
                 ) from exc
+        for entry in self.tools:
+            if isinstance(entry, Toolset) and not isinstance(entry, Tool):
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: {entry.name!r} is a toolset, not a tool; "
+                    "pass it as toolsets=[...]"
+                )
         tools = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in self.tools)
         object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "toolsets", _normalize_toolsets(self.name, self.toolsets))
         subagents = _normalize_subagents(self.name, self.subagents)
         object.__setattr__(self, "subagents", subagents)
         names = [t.name for t in tools] + [s.tool_name for s in subagents]
@@ -174,6 +186,21 @@ class Agent(Generic[OutputT]):
 
     def __eq__(self, other: object) -> bool:
         return self is other
+
+
+def _normalize_toolsets(agent: str, toolsets: Sequence[Toolset]) -> tuple[Toolset, ...]:
+    if isinstance(toolsets, Toolset) or not isinstance(toolsets, Sequence):
+        raise AgentDefinitionError(f"agent {agent!r}: toolsets must be a list of toolsets")
+    keys: set[Any] = set()
+    for toolset in toolsets:
+        if not isinstance(toolset, Toolset):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: {toolset!r} is not a toolset (e.g. actors.mcp.MCPServerStdio)"
+            )
+        if toolset.key in keys:
+            raise AgentDefinitionError(f"agent {agent!r}: toolset {toolset.name!r} is given twice")
+        keys.add(toolset.key)
+    return tuple(toolsets)
 
 
 def _normalize_subagents(

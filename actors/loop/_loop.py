@@ -58,6 +58,7 @@ from actors.loop._state import (
 from actors.loop._subagent_calls import subagent_definition, validate_task
 from actors.loop._suspension import SuspensionMixin
 from actors.loop._tools import Tool, describe_validation_error
+from actors.loop._toolset import ToolsetHost, ToolsetView, merge_tools
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -76,7 +77,7 @@ from actors.loop._types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors.models._model import Model, ModelRequest
+from actors.models._model import Model, ModelRequest, ToolDefinition
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
@@ -91,6 +92,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         tool_context: The static channel handed to every tool and child.
         depth: How deep below the root this agent is.
         limits: The tree limits.
+        approval_handler: Whether the host decides approvals in process.
+        toolsets: The host's toolset views, for an agent with ``toolsets``: their tools are
+            read (never waited for) at each step.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         depth: int = 0,
         limits: TreeLimits | None = None,
         approval_handler: bool = False,
+        toolsets: ToolsetHost | None = None,
     ) -> None:
         self.spec = spec
         self.approval_handler = approval_handler
@@ -111,22 +116,31 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.tool_context = tool_context
         self.depth = depth
         self.limits = limits or TreeLimits()
-        self._tools = spec.tool_map
+        self._static_tools = spec.tool_map
+        self._tools = self._static_tools
         self._subagents = spec.subagent_map
+        if spec.toolsets and toolsets is None:
+            raise UserError(
+                f"agent {spec.name!r} has toolsets, and its host gave it none: run it in a "
+                "Runtime or a SyncDriver"
+            )
+        self._views: tuple[tuple[str, ToolsetView], ...] = tuple(
+            (t.name, toolsets.view(t)) for t in spec.toolsets if toolsets is not None
+        )
+        self._listed: tuple[tuple[Tool, ...], ...] | None = None
         self._output = (
             OutputSchema(spec.output_type)
             if spec.output_type is not None and spec.output_type is not str
             else None
         )
-        self._use_output_tool = self._output is not None and bool(self._tools or self._subagents)
+        self._use_output_tool = self._output is not None and bool(
+            self._tools or self._subagents or self._views
+        )
         self._text_schema = (
             self._output.json_schema if self._output and not self._use_output_tool else None
         )
-        self._definitions = tuple(
-            [t.definition for t in self._tools.values()]
-            + [subagent_definition(s) for s in self._subagents.values()]
-            + ([self._output.tool] if self._output and self._use_output_tool else [])
-        )
+        self._definitions: tuple[ToolDefinition, ...] = ()
+        self._refresh_tools()
         self._run: _Run | None = None
         self._children_spawned = sum(
             1
@@ -142,6 +156,26 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.current_tool: str | None = None
         if context.suspended:
             self._restore_suspension()
+
+    def _refresh_tools(self) -> None:
+        """Take the toolsets' current tools (a cached read, never a wait) if they changed."""
+        listed = tuple(view.tools_nowait() for _, view in self._views)
+        if self._listed is not None and all(
+            a is b for a, b in zip(listed, self._listed, strict=True)
+        ):
+            return
+        self._listed = listed
+        if self._views:
+            self._tools = merge_tools(
+                self._static_tools,
+                [(name, tools) for (name, _), tools in zip(self._views, listed, strict=True)],
+                [*self._subagents, *([FINAL_RESULT_TOOL] if self._use_output_tool else [])],
+            )
+        self._definitions = tuple(
+            [t.definition for t in self._tools.values()]
+            + [subagent_definition(s) for s in self._subagents.values()]
+            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        )
 
     # -- public state -------------------------------------------------------------------------
 
@@ -281,6 +315,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
         run.step += 1
         run.calls = {}
+        self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         ctx._record(
             "request_header",

@@ -177,6 +177,56 @@ class Tool:
             requires_approval=requires_approval,
         )
 
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        function: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        requires_approval: bool = False,
+    ) -> Tool:
+        """Make a tool whose arguments are described by a JSON schema, not by type hints.
+
+        The schema is shown to the model as given; the arguments are passed through unchecked
+        (only as a JSON object) to ``function(ctx, **arguments)``, which validates them or
+        lets a remote service do it. Toolsets such as MCP servers build their tools this way.
+
+        Args:
+            name: The name the model calls it by.
+            description: What the model reads about it.
+            parameters: The JSON schema of its arguments (an object schema).
+            function: ``async def function(ctx: RunContext, **arguments)`` (or sync).
+            timeout: Seconds before a call is abandoned (default: the agent's
+                ``tool_timeout``).
+            requires_approval: Hold every call until the host approves it.
+
+        Raises:
+            ToolDefinitionError: the name or the schema cannot be used.
+        """
+        if not name or not name.replace("_", "a").replace("-", "a").isalnum():
+            raise ToolDefinitionError(f"tool name {name!r} must be letters, digits, '_' or '-'")
+        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+            raise ToolDefinitionError(f"tool {name!r}: its parameters must be an object schema")
+        schema = dict(parameters)
+        schema.pop("title", None)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        args_model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="allow"))
+        return cls(
+            name=name,
+            description=description,
+            function=function,
+            args_model=args_model,
+            parameters=schema,
+            takes_ctx=True,
+            is_async=inspect.iscoroutinefunction(function),
+            timeout=timeout,
+            requires_approval=requires_approval,
+        )
+
     @property
     def definition(self) -> ToolDefinition:
         """The tool as the model sees it."""
@@ -189,7 +239,10 @@ class Tool:
             pydantic.ValidationError: the arguments do not fit the function's hints.
         """
         model = self.args_model.model_validate(dict(arguments))
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        # Extra arguments exist only for schema-described tools (`from_schema`), which take
+        # them all; a tool built from a function forbids them.
+        extra = model.model_extra or {}
+        return {**{name: getattr(model, name) for name in type(model).model_fields}, **extra}
 
     def invoke(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
         """Call the function with validated ``arguments`` (returns an awaitable if async)."""

@@ -26,6 +26,7 @@ from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -69,8 +70,10 @@ class InlineHost:
         limits: TreeLimits | None = None,
         approval_handler: ApprovalHandler | None = None,
         default_model: Model | None = None,
+        toolsets: ToolsetHost | None = None,
     ) -> None:
         self.clock = clock
+        self.toolsets = toolsets
         self.limits = limits or TreeLimits()
         self.default_model = default_model
         self.approval_handler = approval_handler
@@ -106,6 +109,7 @@ class InlineHost:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            toolsets=self.toolsets,
         )
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
@@ -310,6 +314,12 @@ class InlineHost:
         ) -> concurrent.futures.Future[Any]:
             # The child runs here, to its end, before the tool goes on.
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            if self.toolsets is not None:
+                try:
+                    self.toolsets.prepare(agent)
+                except Exception as exc:
+                    settle(future, error=exc)
+                    return future
             self.start_delegation(cell, Delegate(agent, task, future, cell.loop.ctx.metadata, 0))
             self.pump(until=future.done)
             if not future.done():

@@ -25,6 +25,7 @@ from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
     AskApproval,
     CallModel,
@@ -90,6 +91,8 @@ class LocalHost:
         self.clock = clock
         self.default_model = default_model
         self.effects = EffectRunner(max_tool_threads)
+        # Toolsets (MCP servers): one connection per server for the host, on its loop.
+        self.toolsets = ToolsetHost(self.effects.loop)
         self.dispatcher = Dispatcher(workers)
         self.lock = threading.RLock()
         self.nodes: dict[str, AgentNode] = {}  # agents with a live actor
@@ -220,6 +223,7 @@ class LocalHost:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            toolsets=self.toolsets,
         )
 
     def spawn_root(
@@ -580,11 +584,19 @@ class LocalHost:
             if timeout <= 0:
                 raise UserError(f"delegate() needs a positive timeout, got {timeout}")
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            # The child's deadline is armed when it starts, so the future always ends.
-            try:
-                self.send(agent_id, Delegate(agent, task, future, metadata, timeout))
-            except AgentStoppedError as exc:
-                settle(future, error=exc)
+            message = Delegate(agent, task, future, metadata, timeout)
+
+            def start(error: BaseException | None) -> None:  # once its MCP servers are open
+                if error is not None:
+                    settle(future, error=error)
+                    return
+                # The child's deadline is armed when it starts, so the future always ends.
+                try:
+                    self.send(agent_id, message)
+                except AgentStoppedError as exc:
+                    settle(future, error=exc)
+
+            self.toolsets.prepare_then(agent, start)
             return future
 
         return delegate
@@ -687,4 +699,5 @@ class LocalHost:
             with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
                 future.get(timeout=timeout)
         self.dispatcher.close()
+        self.toolsets.close()  # before the loop stops: stdio servers are stopped, not orphaned
         self.effects.close()

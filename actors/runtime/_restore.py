@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +26,7 @@ from actors.store._protocol import SessionStore
 if TYPE_CHECKING:
     from actors.context._events import Clock, Event
     from actors.loop._loop import TreeLimits
+    from actors.loop._toolset import ToolsetHost
     from actors.models._model import Model
 
 __all__ = ["RestoreHost", "restore_tree"]
@@ -46,6 +48,8 @@ class RestoreHost(Protocol):
     def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
     def remember_ended(self, node: AgentNode) -> None: ...
+    @property
+    def toolsets(self) -> ToolsetHost | None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -203,7 +207,11 @@ def restore_tree(
     for agent_id, node in nodes.items():
         ctx = contexts[agent_id]
         if activated and agent_id in live_ids:
-            ctx._record("activated", {"status": node.status})
+            woke = ctx._record("activated", {"status": node.status})
+            # Subscribers kept through the sleep see it (they are attached to the node below).
+            for listener in (listeners or {}).get(agent_id, ()):
+                with contextlib.suppress(Exception):  # a broken listener must not stop a wake
+                    listener(woke)
         # Events appended by recovery are written before anything new runs.
         node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
         if agent_id not in live_ids:
@@ -222,6 +230,7 @@ def restore_tree(
                 depth=node.depth,
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
+                toolsets=host.toolsets,
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)

@@ -185,6 +185,7 @@ class Runtime:
             initial = json_copy(dict(metadata or {}), "metadata")
         except JsonError as exc:
             raise UserError(f"{exc}; metadata must be plain JSON") from None
+        host.toolsets.prepare(agent)  # blocking: open the tree's MCP servers, check names
         reserved = host.unique_id(agent_id or agent.name, explicit=agent_id is not None)
         node = host.spawn_root(
             agent,
@@ -289,6 +290,9 @@ class Runtime:
         live = host.session_root(store, session_id)
         if live is not None:
             raise UserError(f"session {session_id!r} is already live in this runtime ({live!r})")
+        for spec in agents.values() if isinstance(agents, Mapping) else agents:
+            if isinstance(spec, Agent):
+                host.toolsets.prepare(spec)  # blocking: open its MCP servers (and check names)
         node = restore_tree(
             host,
             session_id,

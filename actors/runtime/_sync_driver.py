@@ -19,6 +19,7 @@ from actors.context._suspension import Answer
 from actors.exceptions import RunFailedError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._toolset import ToolsetHost, toolsets_of_tree
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import HostReply
@@ -31,9 +32,11 @@ __all__ = ["SyncDriver"]
 class SyncDriver:
     """Runs one agent (and its subagents) synchronously on the calling thread.
 
-    Tool timeouts are not enforced here (nothing runs concurrently to enforce them); everything
-    else — validation, retries, limits, updates, suspension, subagents — behaves as in a
-    `Runtime`.
+    Tool timeouts are not enforced here (nothing runs concurrently to enforce them), except
+    for the tools of MCP servers; everything else — validation, retries, limits, updates,
+    suspension, subagents, toolsets — behaves as in a `Runtime`. An agent with toolsets (MCP
+    servers) gets an event loop thread for them: `close` the driver (or use it as a context
+    manager) to stop them.
 
     Args:
         agent: The spec.
@@ -57,7 +60,20 @@ class SyncDriver:
         approval_handler: ApprovalHandler | None = None,
     ) -> None:
         agent_id = agent_id or agent.name
-        self._host = InlineHost(clock=clock, limits=limits, approval_handler=approval_handler)
+        self._own_toolsets: ToolsetHost | None = None
+        if toolsets_of_tree(agent):
+            self._own_toolsets = ToolsetHost.with_own_loop()
+            try:
+                self._own_toolsets.prepare(agent)  # the calling thread may block: open, list
+            except BaseException:
+                self._own_toolsets.close()
+                raise
+        self._host = InlineHost(
+            clock=clock,
+            limits=limits,
+            approval_handler=approval_handler,
+            toolsets=self._own_toolsets,
+        )
         context = AgentContext(
             agent_id,
             name=agent.name,
@@ -75,7 +91,19 @@ class SyncDriver:
         driver = cls.__new__(cls)
         driver._host = host
         driver._id = agent_id
+        driver._own_toolsets = None
         return driver
+
+    def close(self) -> None:
+        """Stop the toolsets (MCP servers) this driver opened; idempotent."""
+        if self._own_toolsets is not None:
+            self._own_toolsets.close()
+
+    def __enter__(self) -> SyncDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def context(self) -> AgentContext:

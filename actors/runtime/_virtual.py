@@ -316,7 +316,6 @@ class Passivation:
             if dormant.waiting:
                 dormant.state = "activating"
                 self._submit(lambda: self._activate(dormant))
-        _log.debug("passivated", agent_id=root.agent_id, agents=len(members))
         return True
 
     def _lift(self, dormant: Dormant) -> None:

@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "loop": 3,
     "runtime": 4,
     "testing": 5,
+    "mcp": 5,
     "__init__": 5,
     "trace": 6,
     "cli": 7,
