@@ -90,17 +90,24 @@ def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> A
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether plain JSON ``value`` nests containers more than ``limit`` levels deep.
+    """Whether JSON-like ``value`` nests containers more than ``limit`` levels deep.
 
-    Iterative, so a value far deeper than Python's recursion limit is measured too.
+    Iterative, one level at a time, so a value far deeper than Python's recursion limit is
+    measured too (and a flat one, the common case, in one pass).
     """
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        container, depth = stack.pop()
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             return True
-        items = container.values() if isinstance(container, dict) else container
-        stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+        inner = []
+        for container in level:
+            for item in container.values() if isinstance(container, dict) else container:
+                if isinstance(item, _CONTAINERS):
+                    inner.append(item)
+        level = inner
     return False
+
+
+_CONTAINERS = (dict, list, tuple)

