@@ -41,6 +41,7 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+_LEVEL_NAMES = {**_LEVELS, "critical": logging.CRITICAL}
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,9 @@ def configure_logging(
     it: the library's lines then go through their configuration.
 
     Args:
-        level: The lowest level written: ``"DEBUG"``, ``"INFO"``, ``"WARNING"``, ``"ERROR"``
-            (any case) or a `logging` level number; None switches the lines off again.
+        level: The lowest level written: ``"DEBUG"``, ``"INFO"``, ``"WARNING"``, ``"ERROR"``,
+            ``"CRITICAL"`` (any case) or a `logging` level number; None switches the lines
+            off again.
         format: ``"console"`` (one readable line each, colored on a terminal) or ``"json"``
             (one JSON object per line, with ``timestamp``, ``level``, ``logger``, ``event``).
         stream: Where lines go; by default whatever ``sys.stderr`` is when a line is written.
@@ -99,7 +101,7 @@ def configure_logging(
             report an exception; with False they keep the exception's type and message.
 
     Raises:
-        UserError: An unknown level or format.
+        UserError: An unknown level or format, or a stream without ``write``.
 
     Example:
         >>> import io, json
@@ -133,10 +135,11 @@ def _level_number(level: object) -> int:
         raise UserError(f"a log level is a name such as 'INFO' or a number, got {level!r}")
     if isinstance(level, int):
         return level
-    if isinstance(level, str) and level.lower() in _LEVELS:
-        return _LEVELS[level.lower()]
+    if isinstance(level, str) and level.lower() in _LEVEL_NAMES:
+        return _LEVEL_NAMES[level.lower()]
     raise UserError(
-        f"unknown log level {level!r}; use 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (or a number)"
+        f"unknown log level {level!r}; use 'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL' "
+        "(or a number)"
     )
 
 
@@ -145,6 +148,8 @@ def _build_sink(level: int, format: object, stream: TextIO | None, tracebacks: b
 
     if format not in ("console", "json"):
         raise UserError(f"unknown log format {format!r}; use 'console' or 'json'")
+    if stream is not None and not callable(getattr(stream, "write", None)):
+        raise UserError(f"stream must be a text stream with write(), got {type(stream).__name__}")
     import structlog  # the application asked for lines: now the import is worth it
 
     out: Any = stream if stream is not None else _Stderr()

@@ -143,6 +143,7 @@ def test_the_level_filters_and_none_turns_the_lines_off() -> None:
         ({"level": "LOUD"}, "unknown log level 'LOUD'"),
         ({"level": True}, "a log level is a name"),
         ({"format": "xml"}, "unknown log format 'xml'"),
+        ({"stream": "stderr"}, "stream must be a text stream with write"),
     ],
 )
 def test_configure_logging_refuses_what_it_does_not_know(
