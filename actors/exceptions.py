@@ -9,6 +9,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── SerializationError          a serialized context that cannot be read
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
+    │   ├── ToolContextReadOnlyError    a tool tried to change its (read-only) tool_context
     │   └── UnknownRequestError         an answer for a request that is not open
     ├── RunError                        a run ended without an answer; carries the partial work
     │   ├── LimitExceededError          a limit of the agent was hit
@@ -68,6 +69,7 @@ __all__ = [
     "SerializationError",
     "SessionNotFoundError",
     "StoreError",
+    "ToolContextReadOnlyError",
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelResponse",
@@ -99,6 +101,22 @@ class ToolDefinitionError(UserError):
 
 class AgentDefinitionError(UserError):
     """An `Agent` spec that does not hold together (duplicate tool names, bad limits)."""
+
+
+class ToolContextReadOnlyError(UserError, TypeError):
+    """A tool tried to change its ``tool_context``, which tools see read-only.
+
+    A mapping ``tool_context`` reaches tools as a deep read-only view: setting, deleting or
+    updating a key (at any depth), or changing a list or set inside it, raises this error, and
+    the caller's object stays as it was. It is a `TypeError` too, as for any read-only mapping.
+
+    Attributes:
+        path: Where the write was tried, such as ``tool_context['db']['hosts']``.
+    """
+
+    def __init__(self, message: str, *, path: str = "tool_context") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class UnknownRequestError(UserError):

@@ -64,6 +64,7 @@ def serialize_context(ctx: Serializable) -> dict[str, Any]:
         "agent_id": ctx.agent_id,
         "name": ctx.name,
         "parent_id": ctx.parent_id,
+        # The logged system prompt, redundant with the events (the overlay is never written).
         "system_prompt": ctx.system_prompt,
         "max_iterations": ctx.max_iterations,
         "iteration": ctx.iteration,
@@ -147,12 +148,14 @@ def _common(blob: Mapping[str, Any]) -> dict[str, Any]:
     max_iterations = _field(blob, "max_iterations", int, 50)
     if max_iterations < 1:
         raise SerializationError(f"field 'max_iterations' must be positive, got {max_iterations}")
+    # Checked, not read back: a logged system prompt is in the messages, and the overlay that
+    # older versions wrote here is re-derived by the code that runs now.
+    _field(blob, "system_prompt", (str, type(None)), None)
     return {
         "agent_id": agent_id,
         "name": _field(blob, "name", (str, type(None)), None),
         "parent_id": _field(blob, "parent_id", (str, type(None)), None),
         "max_iterations": max_iterations,
-        "system_prompt": _field(blob, "system_prompt", (str, type(None)), None),
     }
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
@@ -29,8 +30,11 @@ from actors.context._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors.context._read_only import read_only
 from actors.context._result import RunResult
+from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Request
+from actors.context._update import ContextUpdate
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
@@ -46,6 +50,7 @@ from actors.exceptions import (
 from actors.loop._agent import Agent
 from actors.loop._children import ChildrenMixin
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     INTERRUPTED,
     INVALID_ARGUMENTS_KEY,
@@ -81,8 +86,10 @@ from actors.models._model import Model, ModelRequest, ToolDefinition
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
+_NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 
-class AgentLoop(SuspensionMixin, ChildrenMixin):
+
+class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -114,6 +121,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
+        # What tools, instructions and narrowing functions see: a mapping as a read-only view.
+        self.tool_view = read_only(tool_context)
         self.depth = depth
         self.limits = limits or TreeLimits()
         self._static_tools = spec.tool_map
@@ -138,6 +147,19 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         )
         self._text_schema = (
             self._output.json_schema if self._output and not self._use_output_tool else None
+        )
+        self._output_note = ""
+        if self._output is not None and not self._use_output_tool:
+            # Without a final-result tool the schema would otherwise never reach the model.
+            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
+            self._output_note = (
+                f"Give your final answer as JSON only, matching this JSON schema: {schema}"
+            )
+        self._instructions_fn = spec._instructions_fn
+        self._static_overlay = (
+            None
+            if self._instructions_fn is not None
+            else _joined(cast("str | None", spec.instructions), self._output_note)
         )
         self._definitions: tuple[ToolDefinition, ...] = ()
         self._refresh_tools()
@@ -250,20 +272,41 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             start_seq=len(ctx.events),
         )
         ctx._record("turn_start", {"run_id": run_id})
-        if not ctx.messages and (instructions := self._instructions()):
-            ctx.add_message(SystemMessage(content=instructions))
+        if not ctx.messages and self.spec.system_prompt:
+            ctx.add_message(SystemMessage(content=self.spec.system_prompt))
         ctx.add_message(UserMessage(content=message.prompt))
         return self._next_step()
 
-    def _instructions(self) -> str:
-        """The system prompt; in JSON-text output mode it also shows the model the schema."""
-        instructions = self.spec.instructions or ""
-        if self._output is not None and not self._use_output_tool:
-            # Without a final-result tool the schema would otherwise never reach the model.
-            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
-            note = f"Give your final answer as JSON only, matching this JSON schema: {schema}"
-            instructions = f"{instructions}\n\n{note}" if instructions else note
-        return instructions
+    def _overlay(self) -> str | RunFailedError | None:
+        """The instructions function's text for the next request (with the JSON-text note)."""
+        function = self._instructions_fn
+        assert function is not None
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        run_ctx: RunContext[Any] = RunContext(
+            tool_context=self.tool_view if self.tool_view is not None else _NO_TOOL_CONTEXT,
+            metadata=ctx.metadata_snapshot(),
+            agent_id=ctx.agent_id,
+            parent_id=ctx.parent_id,
+            run_id=run.run_id,
+            usage=ctx.usage,
+            cancellation=run.token,
+        )
+        try:
+            text = function(run_ctx)
+        except Exception as exc:  # the user's function: its failure ends the run, typed
+            error = RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function failed: {exception_text(exc)}"
+            )
+            error.__cause__ = exc
+            return error
+        if text is not None and not isinstance(text, str):
+            return RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function returned a "
+                f"{type(text).__name__}; it must return a string or None"
+            )
+        return _joined(text, self._output_note)
 
     # -- model steps --------------------------------------------------------------------------
 
@@ -313,8 +356,16 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             )
         if problem := self._usage_problem(before_request=True):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
+        if self._instructions_fn is None:
+            ctx.put_system_prompt_overlay(self._static_overlay)
+        else:
+            overlay = self._overlay()
+            if isinstance(overlay, RunFailedError):
+                return self._fail(overlay, reason="error")
+            ctx.put_system_prompt_overlay(overlay)
         run.step += 1
         run.calls = {}
+        run.chains = {}
         self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         ctx._record(
@@ -445,7 +496,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                     )
                     self._park(slot, request, approval=True)
                     continue
-                effects.append(self._call_tool(slot, tool, call.arguments, snapshot, None))
+                effects.extend(self._launch(slot, tool, call.arguments, snapshot, None))
         effects.extend(self._settle())
         return effects
 
@@ -536,7 +587,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.ctx._record("tool_call", data)
         ctx = self.ctx.run_context(
             slot.call,
-            tool_context=self.tool_context,
+            tool_context=self.tool_view,
             metadata=snapshot,
             retry=run.retries.get(tool.name, 0),
             timeout=timeout,
@@ -556,7 +607,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             self._park(slot, outcome.pending)
         else:
             slot.outcome, slot.state = outcome, "done"
-        return self._settle()
+        assert run is not None
+        started = self._advance(slot, outcome) if run.chains else []
+        return [*started, *self._settle()]
 
     def _settle(self) -> list[Effect]:
         """Once no call is running: apply results in call order, then suspend or go on."""
@@ -567,6 +620,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             return []
         self.current_tool = None
         ctx = self.ctx
+        sets: list[tuple[str, ContextUpdate]] = []
         # Completions arrive in any order; everything is logged here, in call order.
         for slot in calls:
             if slot.child_note is not None:
@@ -584,6 +638,10 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                     ctx.apply_update(outcome.update, source=slot.call.id)
                 except InvalidUpdateError as exc:
                     content, is_error = f"The tool's context update failed: {exc}", True
+                else:
+                    name = slot.call.name
+                    sequential = name in run.chains  # its calls saw each other's updates
+                    sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
             ctx.add_message(
                 ToolResultMessage(
                     tool_call_id=slot.call.id,
@@ -593,6 +651,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                 )
             )
             slot.state = "applied"
+        if len(sets) > 1 and (clashes := clashing_sets(sets)):
+            warn_clashing_sets(ctx.agent_id, clashes)
         if self.approval_handler:
             asks: list[Effect] = []
             for slot in calls:
@@ -683,6 +743,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
 
         self.ctx.patch_dangling_tool_calls(content)
         run.calls = {}
+        run.chains = {}
         return effects
 
     def _fail(self, error: ActorsError, reason: str) -> list[Effect]:
@@ -726,3 +787,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         for message in run.steering:
             self.ctx.add_message(message, source="steer")
         run.steering.clear()
+
+
+def _joined(instructions: str | None, note: str) -> str | None:
+    if instructions and note:
+        return f"{instructions}\n\n{note}"
+    return instructions or note or None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -58,7 +59,7 @@ class _Call:
     """One tool (or subagent) call of the current step, and what became of it."""
 
     call: ToolCall
-    state: Literal["running", "done", "parked", "applied"] = "running"
+    state: Literal["running", "queued", "done", "parked", "applied"] = "running"
     outcome: ToolOutcome | None = None
     token: CancellationToken | None = None
     request: Request | None = None  # the open request of a parked call
@@ -68,6 +69,15 @@ class _Call:
     unlogged: bool = False  # parked, its `suspended` event not yet written
     child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
     child_usage: Usage | None = None  # a suspended child's tree usage so far
+
+
+@dataclass(slots=True)
+class _Chain:
+    """The calls of one sequential tool in the current step: one runs, the others wait."""
+
+    snapshot: Mapping[str, Any]  # what the next call sees: the step's, plus earlier updates
+    busy: bool = False
+    waiting: deque[tuple[_Call, Mapping[str, Any], Answer | None]] = field(default_factory=deque)
 
 
 @dataclass(slots=True)
@@ -89,6 +99,7 @@ class _Run:
     validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False
     delegated: set[str] = field(default_factory=set)  # children started by tools, running
+    chains: dict[str, _Chain] = field(default_factory=dict)  # by sequential tool name
 
 
 class _LoopCore:
@@ -136,4 +147,14 @@ class _LoopCore:
         snapshot: Mapping[str, Any],
         answer: Answer | None,
     ) -> CallTool:
+        raise NotImplementedError
+
+    def _launch(
+        self,
+        slot: _Call,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        snapshot: Mapping[str, Any],
+        answer: Answer | None,
+    ) -> list[Effect]:
         raise NotImplementedError

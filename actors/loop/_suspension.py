@@ -208,4 +208,4 @@ class SuspensionMixin(_LoopCore):
                     slot.state = "done"
                     return []
                 arguments = answer.arguments
-        return [self._call_tool(slot, tool, arguments, snapshot, answer)]
+        return self._launch(slot, tool, arguments, snapshot, answer)

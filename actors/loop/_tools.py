@@ -58,6 +58,10 @@ class Tool:
             fails; None uses the agent's ``tool_retries``.
         timeout: Seconds before a call is abandoned; None uses the agent's ``tool_timeout``.
         requires_approval: Whether a call must be approved by the host before it runs.
+        sequential: Whether the calls of this tool in one model reply run one after another
+            (in call order) instead of in parallel, each seeing the metadata updates of the
+            ones before it in its ``ctx.metadata`` snapshot: the way to read a value, change
+            it and write it back when the model calls the tool several times at once.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Tool:
     max_retries: int | None = None
     timeout: float | None = None
     requires_approval: bool = False
+    sequential: bool = False
 
     @classmethod
     def from_function(
@@ -81,6 +86,7 @@ class Tool:
         max_retries: int | None = None,
         timeout: float | None = None,
         requires_approval: bool = False,
+        sequential: bool = False,
     ) -> Tool:
         """Make a tool of ``function``.
 
@@ -91,6 +97,8 @@ class Tool:
             max_retries: The validation retry budget (default: the agent's ``tool_retries``).
             timeout: Seconds before a call is abandoned (default: the agent's ``tool_timeout``).
             requires_approval: Hold every call until the host approves it.
+            sequential: Run the calls of one model reply one after another, each seeing the
+                updates of the ones before it.
 
         Raises:
             ToolDefinitionError: the function cannot become a tool (e.g. ``*args``, or a hint
@@ -107,6 +115,11 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: timeout must be positive, got {timeout}"
             )
+        for flag, value in (("requires_approval", requires_approval), ("sequential", sequential)):
+            if not isinstance(value, bool):
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: {flag} must be a bool, got {value!r}"
+                )
         summary, arg_docs = parse_docstring(inspect.getdoc(function))
         signature = inspect.signature(function)
         try:
@@ -175,6 +188,7 @@ class Tool:
             max_retries=max_retries,
             timeout=timeout,
             requires_approval=requires_approval,
+            sequential=sequential,
         )
 
     @classmethod
@@ -272,6 +286,7 @@ def tool(
     max_retries: int | None = None,
     timeout: float | None = None,
     requires_approval: bool = False,
+    sequential: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -284,6 +299,7 @@ def tool(
     max_retries: int | None = None,
     timeout: float | None = None,
     requires_approval: bool = False,
+    sequential: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a `Tool`; use bare (``@tool``) or with options (``@tool(...)``).
 
@@ -309,6 +325,7 @@ def tool(
             max_retries=max_retries,
             timeout=timeout,
             requires_approval=requires_approval,
+            sequential=sequential,
         )
 
     if function is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import gc
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
@@ -39,7 +41,6 @@ from actors.loop._types import (
     StartRun,
 )
 from actors.models._model import Model
-from actors.models._test_models import TestModel
 from actors.runtime._actor import AgentActor
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, EffectRunner
@@ -54,6 +55,7 @@ from actors.runtime._host import (
 from actors.runtime._mailbox import Dispatcher
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._persist import persist
+from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
 from actors.runtime._virtual import Passivation
 from actors.store._protocol import SessionStore
@@ -101,6 +103,7 @@ class LocalHost:
         self._reserved: set[str] = set()  # ids handed out, not yet registered
         self._counters: dict[str, int] = {}  # the next suffix of each name used
         self._closed = False
+        self._all_stopped = threading.Event()  # set once shutdown has stopped every agent
         self.virtual = Passivation(self, idle_after)
 
     # -- state --------------------------------------------------------------------------------
@@ -161,12 +164,8 @@ class LocalHost:
         return entry[1]
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses."""
-        model = spec.model
-        if model is None:
-            return self.default_model if self.default_model is not None else TestModel()
-        assert not isinstance(model, str)  # resolved by the spec
-        return model
+        """The model an agent of ``spec`` uses: its own, the default, or the environment's."""
+        return resolve_model(spec, self.default_model)
 
     # -- starting agents ------------------------------------------------------------------------
 
@@ -469,7 +468,7 @@ class LocalHost:
                 )
                 return
             child = self._spawn_child(
-                parent, effect.child_id, effect.subagent.agent, effect.metadata
+                parent, effect.child_id, effect.subagent.agent, effect.metadata, effect.tool_context
             )
             child.keep = effect.subagent.keep
         else:
@@ -487,7 +486,12 @@ class LocalHost:
         self._arm_timeout(child, reply, effect.timeout)
 
     def _spawn_child(
-        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+        self,
+        parent: AgentNode,
+        child_id: str,
+        spec: Agent[Any],
+        metadata: Mapping[str, Any],
+        tool_context: Any,
     ) -> AgentNode:
         """Start a child whose tree slot is claimed already."""
         context = AgentContext(
@@ -505,7 +509,7 @@ class LocalHost:
             parent.agent_id,
             parent.depth + 1,
             spec,
-            parent.tool_context,  # forwarded unchanged: the same object
+            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
             parent.tree,
             path=(*parent.path, child_id),
             counted=True,
@@ -614,7 +618,9 @@ class LocalHost:
                 parent.tree.live -= 1
             settle(message.future, error=UserError(f"delegation refused: {problem}"))
             return
-        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        child = self._spawn_child(
+            parent, child_id, message.agent, message.metadata, parent.tool_context
+        )
         reply = DelegateReply(parent.agent_id, child_id, message.future)
         self.send(child.agent_id, StartRun(message.task, "", reply))
         self._arm_timeout(child, reply, message.timeout)
@@ -676,6 +682,8 @@ class LocalHost:
                 del self.sessions[node.session_id]
             if not passivating:
                 node.tree.remember(Tombstone.of(node))
+            if self._closed and not self.nodes:
+                self._all_stopped.set()
         if cell is not None:
             self.effects.release(cell.loop.model)
         self.virtual.forget(node)
@@ -689,15 +697,28 @@ class LocalHost:
             # this list or refused by `start`, never started after it.
             self._closed = True
             refs = [n.ref for n in self.nodes.values() if n.ref is not None and n.ref.is_alive()]
+            if not self.nodes:
+                self._all_stopped.set()
         self.virtual.close()
-        # Ask them all to stop, then wait: stopping one by one costs a round trip each.
-        stopping = []
-        for ref in refs:
-            with contextlib.suppress(pykka.ActorDeadError):
-                stopping.append(ref.stop(block=False))
-        for future in stopping:
-            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                future.get(timeout=timeout)
+        # Tell them all to stop, then wait for the last: a future per actor (pykka's stop) costs
+        # more than the stop itself. The registry is cleared in one pass afterwards (one by one
+        # it is quadratic), and the collector is paused: stopping allocates little, but a
+        # collection scans every object of every agent still alive.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for ref in refs:
+                actor = ref._actor_weakref()
+                if isinstance(actor, PooledActor):
+                    actor.actors_registry_bulk = True
+                with contextlib.suppress(pykka.ActorDeadError):
+                    ref.tell(STOP)
+            if not self._all_stopped.wait(timeout):
+                _log.warning("agents still running after shutdown's timeout", timeout=timeout)
+            unregister_all(refs)
+        finally:
+            if collecting:
+                gc.enable()
         self.dispatcher.close()
         self.toolsets.close()  # before the loop stops: stdio servers are stopped, not orphaned
         self.effects.close()

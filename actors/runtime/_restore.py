@@ -15,9 +15,10 @@ from actors.exceptions import (
     SerializationError,
     UserError,
 )
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
+from actors.loop._subagent_calls import child_tool_context
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._persist import persist
@@ -108,6 +109,7 @@ def restore_tree(
     )
     contexts: dict[str, AgentContext] = {}
     nodes: dict[str, AgentNode] = {}
+    narrowing_failed: dict[str, tuple[str, Exception]] = {}  # raised if the agent goes live
     records = {}
     for entry in stored.agents:
         record = entry.record
@@ -116,11 +118,20 @@ def restore_tree(
         if record.parent_id and parent is None:
             continue  # under an agent that was never recorded: nothing can reach it
         # Two subagents may run specs of one name: the parent's call says which one it was.
-        spec = (
-            _subagent_spec(parent, contexts[parent.agent_id], record.agent_id, record.name)
+        subagent = (
+            _subagent_of(parent, contexts[parent.agent_id], record.agent_id, record.name)
             if parent is not None
             else None
-        ) or specs.get(record.name)
+        )
+        spec = subagent.agent if subagent is not None else specs.get(record.name)
+        # What the agent got when it was spawned: the parent's tool_context, or narrowed.
+        node_tool_context = tool_context if parent is None else parent.tool_context
+        if subagent is not None:
+            try:
+                node_tool_context = child_tool_context(subagent, node_tool_context)
+            except Exception as exc:
+                narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
+                node_tool_context = None
         try:
             ctx = AgentContext.deserialize(entry.context, clock=host.clock)
         except SerializationError as exc:  # only the restore knows which session it was
@@ -134,7 +145,7 @@ def restore_tree(
             record.parent_id,
             parent.depth + 1 if parent else 0,
             spec if spec is not None else _UNKNOWN_SPEC,
-            tool_context,
+            node_tool_context,
             tree,
             path=(*parent.path, record.agent_id) if parent else (record.agent_id,),
             position=record.position,
@@ -203,6 +214,14 @@ def restore_tree(
             f"session {session_id!r} holds agents of specs {missing}, which were not given; "
             "pass them in agents=[...] (specs are matched by name)"
         )
+    for agent_id in live_ids:  # before anything starts: a model, and the child's tool_context
+        if agent_id in narrowing_failed:
+            name, failure = narrowing_failed[agent_id]
+            raise UserError(
+                f"session {session_id!r}: the tool_context function of subagent {name!r} "
+                f"failed for agent {agent_id!r}: {type(failure).__name__}"
+            ) from failure
+    models = {agent_id: host.resolve_model(nodes[agent_id].spec) for agent_id in live_ids}
 
     for agent_id, node in nodes.items():
         ctx = contexts[agent_id]
@@ -225,8 +244,8 @@ def restore_tree(
             loop = AgentLoop(
                 node.spec,
                 ctx,
-                model=host.resolve_model(node.spec),
-                tool_context=tool_context,
+                model=models[agent_id],
+                tool_context=node.tool_context,
                 depth=node.depth,
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
@@ -255,14 +274,14 @@ def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
     )
 
 
-def _subagent_spec(
+def _subagent_of(
     parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
-) -> Agent[Any] | None:
-    """The spec of the parent's subagent that spawned ``child_id``, if the parent's spec has it."""
+) -> Subagent | None:
+    """The parent's subagent that spawned ``child_id``, if the parent's spec has it."""
     for event in parent_ctx.events:
         if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
             subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
             if subagent is not None and subagent.agent.name == name:
-                return subagent.agent
+                return subagent
             return None
     return None

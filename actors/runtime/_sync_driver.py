@@ -18,9 +18,11 @@ from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunFailedError
 from actors.loop._agent import Agent
+from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._toolset import ToolsetHost, toolsets_of_tree
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
+from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import HostReply
 from actors.runtime._inline import InlineHost
@@ -46,6 +48,10 @@ class SyncDriver:
         clock: Where timestamps come from.
         limits: Tree limits.
         approval_handler: Decides approvals in process (see `Runtime.spawn`).
+        default_model: The model of every agent of the tree whose spec names none (a `Model`,
+            or a model string such as ``"test"``), as for `Runtime`: without it the
+            ``ACTORS_DEFAULT_MODEL`` environment variable, and with neither a `UserError`.
+            There is no silent fallback to a test model here either.
     """
 
     def __init__(
@@ -58,8 +64,11 @@ class SyncDriver:
         clock: Clock = system_clock,
         limits: TreeLimits | None = None,
         approval_handler: ApprovalHandler | None = None,
+        default_model: Model | str | None = None,
     ) -> None:
         agent_id = agent_id or agent.name
+        default = default_model_of(default_model)
+        require_models(agent, default)  # before any toolset (an MCP server) is opened
         self._own_toolsets: ToolsetHost | None = None
         if toolsets_of_tree(agent):
             self._own_toolsets = ToolsetHost.with_own_loop()
@@ -72,6 +81,7 @@ class SyncDriver:
             clock=clock,
             limits=limits,
             approval_handler=approval_handler,
+            default_model=default,
             toolsets=self._own_toolsets,
         )
         context = AgentContext(

@@ -67,7 +67,7 @@ def test_one_tool_call_then_an_answer_logs_every_event(rt: Runtime) -> None:
     agent = Agent(
         "calc",
         model=model,
-        instructions="You add.",
+        system_prompt="You add.",
         tools=[add],
         model_settings={"temperature": 0.0},
     )

@@ -47,7 +47,7 @@ def test_a_tool_context_secret_appears_nowhere_whatever_the_logging_setup(
     out, err, report = run_child(mode, tmp_path)
 
     # The run exercised every failure, and the library reported them where the mode sends logs.
-    assert "tool_context=<dict>" in report  # the tool's RunContext, as its repr shows it
+    assert "tool_context=<ReadOnlyMapping>" in report  # a tool's RunContext, as its repr shows it
     assert "RuntimeError: lookup of 'q' failed" in report  # the tool's error result
     assert "the session store could not write" in report  # the store failed the run
     assert "the model is down" in report

@@ -196,7 +196,7 @@ def test_a_tool_name_collision_is_refused_at_spawn_and_a_prefix_resolves_it(
 
     with Runtime() as runtime:
         with pytest.raises(AgentDefinitionError, match=r"'add' of toolset 'toy'.*prefix"):
-            runtime.spawn(Agent("a", tools=[add], toolsets=[toy_stdio]))
+            runtime.spawn(Agent("a", model=ScriptedModel([]), tools=[add], toolsets=[toy_stdio]))
         prefixed = MCPServerStdio(sys.executable, [TOY], prefix="toy", stderr=server_log)
         script = [call("add", a=1, b=2), call("toy_add", a=1, b=2), "done"]
         agent = Agent("b", model=ScriptedModel(script), tools=[add], toolsets=[prefixed])
@@ -225,7 +225,7 @@ def test_a_server_that_cannot_start_fails_the_spawn(server_log: Any) -> None:
                             stderr=server_log, timeout=10)  # fmt: skip
     with Runtime() as runtime:
         with pytest.raises(AgentDefinitionError, match="toolset 'broken' could not be opened"):
-            runtime.spawn(Agent("a", toolsets=[broken]))
+            runtime.spawn(Agent("a", model=ScriptedModel([]), toolsets=[broken]))
         assert runtime.live_agents() == 0
 
 
@@ -274,7 +274,7 @@ def test_opening_a_toolset_from_the_event_loop_is_refused_not_a_deadlock(
 
         async def spawn_from_the_loop() -> str:
             """Spawn an agent that uses MCP, from an async tool (on the runtime's loop)."""
-            runtime.spawn(Agent("inner", toolsets=[toy_stdio]))
+            runtime.spawn(Agent("inner", model=ScriptedModel([]), toolsets=[toy_stdio]))
             return "spawned"
 
         agent = Agent(
