@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import pykka
 import pytest
+import structlog
 
 # Network-backed models refuse to run anywhere in the suite (tests that need one switch it on
 # against a loopback server explicitly).
@@ -27,6 +28,16 @@ def _no_actor_outlives_its_test() -> Iterator[None]:
             f"{len(leaked)} actor(s) outlived the test: "
             f"{[ref.actor_class.__name__ for ref in leaked][:5]}; use `with Runtime() as rt:`"
         )
+
+
+@pytest.fixture(autouse=True)
+def _library_logging_back_to_quiet() -> Iterator[None]:
+    # structlog.testing.capture_logs() leaves structlog "configured" (with its default console
+    # renderer) after it returns; the library would then print the lines of every later test.
+    configured = structlog.is_configured()
+    yield
+    if not configured:
+        structlog.reset_defaults()
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import sys
 import traceback
-from collections.abc import MutableMapping, Sequence
-from typing import Any, NoReturn, TextIO, cast
-
-import structlog
+from collections.abc import Sequence
+from typing import NoReturn
 
 from actors import __version__
+from actors._logging import configure_logging, current_sink, restore_sink
+from actors._safe import exception_message
 from actors.cli import _demo, _mcp, _run, _sessions, _trace
 from actors.cli._errors import CliError, hint_for, one_line
 from actors.cli._home import store_flag
@@ -60,6 +59,12 @@ def _common() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="show tracebacks and debug logs",
     )
+    common.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default=argparse.SUPPRESS,
+        help="how the library's log lines on stderr look (default: console)",
+    )
     return common
 
 
@@ -87,45 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Stderr:
-    """Writes to whatever ``sys.stderr`` is when a line is logged.
-
-    The live view redirects stderr, so log lines land above the tree instead of through it.
-    """
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-
-def _configure_logging(debug: bool) -> None:
-    """Library logs go to stderr: warnings only, one line each, unless ``--debug``."""
-
-    def one_line(
-        _logger: Any, _method: str, event: MutableMapping[str, Any]
-    ) -> MutableMapping[str, Any]:
-        if not debug and event.pop("exc_info", None):
-            error = sys.exc_info()[1]
-            if error is not None:
-                event["error"] = f"{type(error).__name__}: {error}"
-        return event
-
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            one_line,
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.DEBUG if debug else logging.WARNING
-        ),
-        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())),
-        cache_logger_on_first_use=False,
-    )
-
-
 def _report(message: str, hint: str) -> None:
     print(f"actors: error: {message}", file=sys.stderr)
     if hint:
@@ -144,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    logging_config = structlog.get_config()
+    logging_before = current_sink()
     try:
         args = build_parser().parse_args(arguments)
         debug = bool(getattr(args, "debug", False))
@@ -153,7 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.plain = bool(getattr(args, "plain", False))
         args.debug = debug
         args.db_flag = store_flag(args.db, args.store)
-        _configure_logging(debug)
+        # Warnings only, one line each; everything, with tracebacks, under --debug.
+        configure_logging(
+            "DEBUG" if debug else "WARNING",
+            format=getattr(args, "log_format", "console"),
+            tracebacks=debug,
+        )
         return int(args.handler(args))
     except CliError as exc:
         if debug:
@@ -163,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ActorsError as exc:
         if debug:
             traceback.print_exc()
-        _report(one_line(str(exc)) or type(exc).__name__, hint_for(exc))
+        _report(one_line(exception_message(exc)) or type(exc).__name__, hint_for(exc))
         return 1
     except BrokenPipeError:  # `actors sessions show ID | head`: the reader has what it wanted
         with contextlib.suppress(OSError):
@@ -180,9 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         _report(
-            f"unexpected {type(exc).__name__}: {one_line(str(exc))}",
+            f"unexpected {type(exc).__name__}: {one_line(exception_message(exc))}",
             "run again with --debug to see the traceback",
         )
         return 1
     finally:  # called from Python, the command leaves the caller's logging as it was
-        structlog.configure(**logging_config)
+        restore_sink(logging_before)

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
-from actors.exceptions import AgentDefinitionError, UserError
+from actors.exceptions import (
+    AgentDefinitionError,
+    CorruptStoreError,
+    SerializationError,
+    UserError,
+)
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
@@ -157,7 +162,10 @@ def _restore(
             except Exception as exc:
                 narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
                 node_tool_context = None
-        ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        try:
+            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        except SerializationError as exc:  # only the restore knows which session it was
+            raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
             ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
@@ -177,6 +185,12 @@ def _restore(
         if parent is not None:
             parent.children.append(record.agent_id)
         nodes[record.agent_id] = node
+    if stored.root_agent_id not in nodes:  # a root skipped above: its record names a parent
+        raise CorruptStoreError(
+            f"session {session_id!r}: the record of its root agent {stored.root_agent_id!r} "
+            f"names a parent ({by_id[stored.root_agent_id].record.parent_id!r}); the store is "
+            "damaged"
+        )
     tree.next_position(after=max((r.position for r in records.values()), default=0))
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child

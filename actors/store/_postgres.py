@@ -301,7 +301,7 @@ class PostgresStore(SessionStore):
 
         head, agent_rows, event_rows = self._open().run("loading a session", work, snapshot=True)
 
-        def damaged(agent_id: str, exc: ValueError) -> StoreError:
+        def damaged(agent_id: str, exc: Exception) -> StoreError:
             return CorruptStoreError(
                 f"an event of agent {agent_id!r} in session {session_id!r} in {self.url} does "
                 f"not hold JSON ({exc}); restore the database from a backup"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +17,8 @@ from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
     check_id,
     check_record,
+    decode_data,
+    decode_time,
     encode_data,
     encode_events,
     new_events,
@@ -122,6 +123,17 @@ class SQLiteStore(SessionStore):
     def _errors(self, what: str) -> Iterator[None]:
         with sqlite_errors(self._path, what):
             yield
+
+    @contextmanager
+    def _damaged(self, where: str) -> Iterator[None]:
+        """Turn what a damaged row makes a decoder raise into `CorruptStoreError`."""
+        try:
+            yield
+        except (ValueError, TypeError) as exc:  # UserError is a ValueError too
+            raise CorruptStoreError(
+                f"{self._path} is damaged: a stored row of {where} cannot be read ({exc}). "
+                "Restore the file from a backup"
+            ) from exc
 
     @contextmanager
     def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -289,22 +301,23 @@ class SQLiteStore(SessionStore):
             ).fetchall()
 
         # Decoding happens outside the lock, on rows of one consistent snapshot.
-        def damaged(agent_id: str, exc: ValueError) -> StoreError:
+        def damaged(agent_id: str, exc: Exception) -> StoreError:
             return CorruptStoreError(
-                f"{self._path} is damaged: an event of agent {agent_id!r} in session "
-                f"{session_id!r} does not hold JSON ({exc}). Restore the file from a backup"
+                f"{self._path} is damaged: a stored row of agent {agent_id!r} of session "
+                f"{session_id!r} cannot be read ({exc}). Restore the file from a backup"
             )
 
         agents = stored_agents(agent_rows, event_rows, damaged)
         root, data, created_at, updated_at = head
-        return StoredSession(
-            session_id,
-            root,
-            json.loads(data),
-            datetime.fromisoformat(created_at),
-            datetime.fromisoformat(updated_at),
-            agents,
-        )
+        with self._damaged(f"session {session_id!r}"):
+            return StoredSession(
+                session_id,
+                check_id("root_agent_id", root),
+                decode_data(data),
+                decode_time(created_at),
+                decode_time(updated_at),
+                agents,
+            )
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
@@ -314,18 +327,21 @@ class SQLiteStore(SessionStore):
                 " (SELECT COUNT(*) FROM agents AS a WHERE a.session_id = s.session_id),"
                 " s.event_count FROM sessions AS s ORDER BY s.rowid DESC"
             ).fetchall()
-        return [
-            SessionInfo(
-                session_id=session_id,
-                root_agent_id=root,
-                data=json.loads(data),
-                created_at=datetime.fromisoformat(created_at),
-                updated_at=datetime.fromisoformat(updated_at),
-                agent_count=agent_count,
-                event_count=event_count,
-            )
-            for session_id, root, data, created_at, updated_at, agent_count, event_count in rows
-        ]
+        sessions = []
+        for session_id, root, data, created_at, updated_at, agent_count, event_count in rows:
+            with self._damaged(f"session {session_id!r}"):
+                sessions.append(
+                    SessionInfo(
+                        session_id=check_id("session_id", session_id),
+                        root_agent_id=check_id("root_agent_id", root),
+                        data=decode_data(data),
+                        created_at=decode_time(created_at),
+                        updated_at=decode_time(updated_at),
+                        agent_count=agent_count,
+                        event_count=event_count,
+                    )
+                )
+        return sessions
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""

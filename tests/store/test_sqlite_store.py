@@ -262,7 +262,7 @@ def test_a_damaged_payload_is_reported_on_load(path: Path) -> None:
     with raw(path) as conn:
         conn.execute("UPDATE events SET data = '{\"seq\": 1,' WHERE seq = 1")
     store = SQLiteStore(path)
-    with store, pytest.raises(CorruptStoreError, match=f"{path}.*agent 'root' in session 's1'"):
+    with store, pytest.raises(CorruptStoreError, match=f"{path}.*agent 'root' of session 's1'"):
         store.load("s1")
 
 
