@@ -25,7 +25,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   │   └── ModelAuthenticationError
     │   ├── ModelTimeoutError
     │   ├── UnexpectedModelResponse     the reply could not be understood
-    │   └── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   └── ModelFallbackError          every model of a FallbackModel failed
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
     │   ├── SessionBusyError            another live store holds the session; nothing written
@@ -35,6 +36,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── StoreAuthenticationError    the database server refused the credentials
     │   └── DatabaseNotFoundError       the database the store names does not exist
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
+    ├── ModelRetry                      raised by a tool or output validator: the model tries again
     └── AgentStoppedError               the agent's actor is no longer running
 
 `RunError` and its subclasses carry what the run had done when it stopped (``messages``,
@@ -62,8 +64,10 @@ __all__ = [
     "MaxIterationsExceeded",
     "ModelAuthenticationError",
     "ModelError",
+    "ModelFallbackError",
     "ModelHTTPError",
     "ModelRequestsDisabled",
+    "ModelRetry",
     "ModelTimeoutError",
     "OutputValidationError",
     "RunCancelledError",
@@ -149,7 +153,7 @@ class RunError(ActorsError):
         agent_id: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.messages: tuple[Message, ...] = tuple(messages)
+        self.messages: Sequence[Message] = tuple(messages)
         self.usage = usage
         self.agent_id = agent_id
 
@@ -218,6 +222,19 @@ class UnexpectedModelResponse(ModelError):
 
 class ModelRequestsDisabled(ModelError):
     """A network-backed model was asked to run while real model requests are switched off."""
+
+
+class ModelFallbackError(ModelError):
+    """Every model of a `actors.models.FallbackModel` failed (or the last one could not go on).
+
+    Attributes:
+        failures: ``(model name, error)`` for each model tried, in order; the last error is
+            also the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, failures: Sequence[tuple[str, BaseException]]) -> None:
+        super().__init__(message)
+        self.failures: tuple[tuple[str, BaseException], ...] = tuple(failures)
 
 
 class StoreError(ActorsError):
@@ -294,6 +311,30 @@ class Cancelled(ActorsError):
     def __init__(self, reason: str = "cancelled", *args: Any) -> None:
         super().__init__(reason, *args)
         self.reason = reason
+
+
+class ModelRetry(ActorsError):
+    """Raise it in a tool or an output validator to send the model back with a message.
+
+    The model gets ``message`` (as the tool's error result, or after its final answer) and
+    tries again. Each retry counts against a budget, as a call with invalid arguments does: the
+    tool's ``max_retries`` (else the agent's ``tool_retries``) for a tool, the agent's
+    ``output_retries`` for an output validator. Past the budget the run fails with
+    `ToolRetriesExceeded` or `OutputValidationError`.
+
+    Example:
+        >>> def positive(ctx, output: int) -> int:
+        ...     if output <= 0:
+        ...         raise ModelRetry("The answer must be positive; think again.")
+        ...     return output
+
+    Attributes:
+        message: What the model reads.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = str(message)
 
 
 class AgentStoppedError(ActorsError):

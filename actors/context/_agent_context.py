@@ -17,6 +17,7 @@ from actors.context._events import (
 )
 from actors.context._frozen import freeze
 from actors.context._json import JsonError, json_copy
+from actors.context._message_view import MessageView, new_log_id
 from actors.context._messages import (
     AssistantMessage,
     Message,
@@ -115,7 +116,13 @@ class AgentContext:
         self._clock = clock
         self._events: list[Event] = []
         self._entries: list[TranscriptEntry] = []
+        # The messages alone, in a list that is only ever appended to: views share it (see
+        # `MessageView`). A replace event swaps in a new list, and a new generation.
+        self._messages: list[Message] = []
+        self._log_id = new_log_id()
+        self._generation = 0
         self._metadata: dict[str, Any] = {}
+        self._frozen_metadata: Mapping[str, Any] | None = None
         self._usage = Usage()
         self._iteration = 0
         self._needs_response = False
@@ -137,9 +144,33 @@ class AgentContext:
         return tuple(self._events)
 
     @property
+    def event_count(self) -> int:
+        """How many events the log holds (the seq the next one gets)."""
+        return len(self._events)
+
+    def events_since(self, seq: int) -> tuple[Event, ...]:
+        """The events from ``seq`` on (a run's events), at the cost of those alone."""
+        return tuple(self._events[seq:])
+
+    @property
     def messages(self) -> list[Message]:
         """The transcript: exactly the projection of the log (a new list each time)."""
-        return [entry.message for entry in self._entries]
+        return list(self._messages)
+
+    def message_view(self) -> MessageView:
+        """The transcript as it stands, as an immutable view: O(1), whatever its length.
+
+        Messages added later do not show in it; a view taken before a ``replace`` event keeps
+        the messages it had.
+        """
+        return MessageView(
+            self._messages, len(self._messages), origin=(self._log_id, self._generation)
+        )
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the transcript holds."""
+        return len(self._messages)
 
     @property
     def entries(self) -> tuple[TranscriptEntry, ...]:
@@ -198,36 +229,37 @@ class AgentContext:
     @property
     def last_message(self) -> Message | None:
         """The last message of the transcript, or None when it is empty."""
-        return self._entries[-1].message if self._entries else None
+        return self._messages[-1] if self._messages else None
 
     @property
     def assistant_messages(self) -> list[AssistantMessage]:
         """Every assistant message of the transcript, in order."""
-        return [e.message for e in self._entries if isinstance(e.message, AssistantMessage)]
+        return [m for m in self._messages if isinstance(m, AssistantMessage)]
 
     def max_iterations_reached(self) -> bool:
         """Whether the current run has made ``max_iterations`` model requests."""
         return self._iteration >= self.max_iterations
 
-    def model_messages(self) -> list[Message]:
+    def model_messages(self) -> MessageView:
         """The transcript as the model sees it: the system-prompt overlay applied.
 
         The overlay is appended to the transcript's leading system message (after a blank
         line), or becomes the leading system message when there is none. The log is unchanged.
         A leading system message that already ends with the overlay is left as it is (sessions
-        logged by earlier versions hold their instructions there).
+        logged by earlier versions hold their instructions there). An immutable view (see
+        `message_view`): O(1), whatever the transcript's length.
         """
-        messages = self.messages
+        view = self.message_view()
         overlay = self._overlay
         if not overlay:
-            return messages
-        if messages and isinstance(messages[0], SystemMessage):
-            logged = messages[0].content
+            return view
+        if self._messages and isinstance(self._messages[0], SystemMessage):
+            logged = self._messages[0].content
             if logged.endswith(overlay):
-                return messages
+                return view
             joined = f"{logged}\n\n{overlay}" if logged else overlay
-            return [SystemMessage(content=joined), *messages[1:]]
-        return [SystemMessage(content=overlay), *messages]
+            return view.with_head(SystemMessage(content=joined), replace_first=True)
+        return view.with_head(SystemMessage(content=overlay), replace_first=False)
 
     # -- listening --------------------------------------------------------------------------
 
@@ -276,6 +308,7 @@ class AgentContext:
             if message is None:
                 message = _message_of(data)
             self._entries.append(TranscriptEntry(message, event.created_at, event.seq))
+            self._messages.append(message)
             self._note_response(message)
         elif kind == REPLACE:
             first, last = data["first"], data["last"]
@@ -287,12 +320,16 @@ class AgentContext:
             created_at = self._entries[first].created_at
             touches_end = last == len(self._entries) - 1
             self._entries[first : last + 1] = [TranscriptEntry(message, created_at, event.seq)]
+            # Copy on write: views handed out before keep the list they read.
+            self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
+            self._generation += 1
             if touches_end:
                 self._note_response(message)
         elif kind == "context_update":
             if update is None:
                 update = ContextUpdate.from_json(data["ops"])
             self._metadata = update.fold(self._metadata, warn_dropped_events=False)
+            self._frozen_metadata = None
         elif kind == "usage":
             self._usage = self._usage + Usage(**data)
         elif kind == "tool_call":
@@ -520,8 +557,13 @@ class AgentContext:
     # -- tools ------------------------------------------------------------------------------
 
     def metadata_snapshot(self) -> Mapping[str, Any]:
-        """A deep, read-only copy of the metadata, as tools see it."""
-        return freeze(self._metadata)  # type: ignore[no-any-return]
+        """A deep, read-only copy of the metadata, as tools see it.
+
+        Taken once per change of the metadata and shared: it is read-only all the way down.
+        """
+        if self._frozen_metadata is None:
+            self._frozen_metadata = freeze(self._metadata)
+        return self._frozen_metadata
 
     def run_context(
         self,

@@ -55,6 +55,7 @@ BOOKKEEPING_TYPES: Final = frozenset(
         "recovered",
         "passivated",
         "activated",
+        "model_fallback",
     }
 )
 """Framework event types that project to no message."""

@@ -45,9 +45,9 @@ class SuspensionMixin(_LoopCore):
         ctx = self.ctx
         request = slot.request
         assert request is not None
-        request_id = request.id or f"{ctx.agent_id}-req-{len(ctx.events)}"
+        request_id = request.id or f"{ctx.agent_id}-req-{ctx.event_count}"
         if request_id in ctx.suspended:
-            request_id = f"{request_id}-{len(ctx.events)}"
+            request_id = f"{request_id}-{ctx.event_count}"
         request = request.model_copy(
             update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
         )

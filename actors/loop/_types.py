@@ -68,6 +68,7 @@ class ToolOutcome:
     output: Any = None
     update: ContextUpdate | None = None
     pending: Request | None = None
+    retry: bool = False  # the tool raised ModelRetry: counts against its retry budget
 
 
 @dataclass(frozen=True, slots=True)

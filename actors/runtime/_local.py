@@ -710,13 +710,14 @@ class LocalHost:
                 released = node.tree.store
             if not passivating:
                 node.tree.remember(Tombstone.of(node))
-            if self._closed and not self.nodes:
-                self._all_stopped.set()
+            last = self._closed and not self.nodes
         if cell is not None:
             self.effects.release(cell.loop.model)
         if released is not None and node.session_id is not None:
             self.release_session(released, node.session_id)
         self.virtual.forget(node)
+        if last:  # only now: shutdown closes the effects next, after this model's release
+            self._all_stopped.set()
 
     def shutdown(self, timeout: float) -> None:
         """Stop every agent, then the threads."""
