@@ -14,7 +14,7 @@ from actors.context._messages import (
 from actors.context._result import RunResult
 from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Pending, Request
-from actors.context._update import ContextUpdate, LoggedEvent
+from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent, UsageLimits
 from actors.loop._loop import TreeLimits
@@ -61,6 +61,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "PeerSend",
     "Pending",
     "Request",
     "run_sync",

@@ -6,6 +6,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ActorsError
     ├── UserError                       a caller mistake; nothing was changed
     │   ├── InvalidUpdateError          a ContextUpdate that cannot be built or applied
+    │   │   └── UnknownAgentError       a peer message to an agent its host does not know
     │   ├── SerializationError          a serialized context that cannot be read
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
@@ -24,7 +25,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   │   └── ModelAuthenticationError
     │   ├── ModelTimeoutError
     │   ├── UnexpectedModelResponse     the reply could not be understood
-    │   └── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   └── CacheMissError              a replay-only CachedModel has no reply for a request
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
     │   ├── SchemaVersionError
@@ -49,6 +51,7 @@ __all__ = [
     "ActorsError",
     "AgentDefinitionError",
     "AgentStoppedError",
+    "CacheMissError",
     "Cancelled",
     "CorruptStoreError",
     "InvalidUpdateError",
@@ -71,6 +74,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelResponse",
+    "UnknownAgentError",
     "UnknownRequestError",
     "UsageLimitExceeded",
     "UserError",
@@ -87,6 +91,13 @@ class UserError(ActorsError, ValueError):
 
 class InvalidUpdateError(UserError):
     """A `ContextUpdate` that cannot be built or applied (bad key, non-JSON value, ...)."""
+
+
+class UnknownAgentError(InvalidUpdateError):
+    """A tool's `ContextUpdate.send` named an agent its host does not know (live or asleep).
+
+    The whole update is refused and the tool's result becomes an error the model reads.
+    """
 
 
 class SerializationError(UserError):
@@ -192,6 +203,14 @@ class UnexpectedModelResponse(ModelError):
 
 class ModelRequestsDisabled(ModelError):
     """A network-backed model was asked to run while real model requests are switched off."""
+
+
+class CacheMissError(ModelError):
+    """A replay-only `CachedModel` was asked something its cache has no reply for.
+
+    Record the reply first (``mode="record"`` or ``"auto"`` with the real model reachable), or
+    check that the run asks what it asked when the cache was recorded.
+    """
 
 
 class StoreError(ActorsError):

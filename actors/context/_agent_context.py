@@ -121,6 +121,8 @@ class AgentContext:
         self._run_id: str | None = None
         self._suspended: dict[str, dict[str, Any]] = {}
         self._answered_calls: set[str] = set()
+        self._sent = 0  # peer messages this agent sent (numbers its next one)
+        self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
         self._listeners: list[EventListener] = []
         if metadata:
             update = ContextUpdate()
@@ -189,6 +191,19 @@ class AgentContext:
     def assistant_messages(self) -> list[AssistantMessage]:
         """Every assistant message of the transcript, in order."""
         return [e.message for e in self._entries if isinstance(e.message, AssistantMessage)]
+
+    @property
+    def sent_messages(self) -> int:
+        """How many peer messages this agent has sent (``message_sent`` events)."""
+        return self._sent
+
+    def last_heard(self, sender: str) -> int:
+        """The number of the latest peer message received from ``sender`` (0: none yet).
+
+        A sender numbers its messages 1, 2, 3...; a message numbered at most this is a
+        duplicate (a send delivered again after its sender was restored).
+        """
+        return self._heard.get(sender, 0)
 
     def max_iterations_reached(self) -> bool:
         """Whether the current run has made ``max_iterations`` model requests."""
@@ -285,6 +300,12 @@ class AgentContext:
             self._suspended[request_id] = data
         elif kind == "resumed":
             self._suspended.pop(data.get("request_id", ""), None)
+        elif kind == "message_sent":
+            self._sent = max(self._sent, int(data["n"]))
+        elif kind == "message_received":
+            sender, number = data["from"], int(data["n"])
+            if number > self._heard.get(sender, 0):
+                self._heard[sender] = number
 
     def _note_response(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
@@ -383,7 +404,10 @@ class AgentContext:
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
 
-        If an operation fails the context is left exactly as it was.
+        Its peer messages (``send``) come last, each logged as a ``message_sent`` event
+        numbered after the agent's previous sends; the host delivers them (the caller reads
+        them from the returned events). If an operation fails the context is left exactly as
+        it was.
 
         Raises:
             InvalidUpdateError: an operation cannot apply (e.g. ``append`` to a non-list).
@@ -394,7 +418,7 @@ class AgentContext:
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
-                tuple(op for op in update.operations if op.op != "log_event")
+                tuple(op for op in update.operations if op.op not in ("log_event", "send"))
             )
             metadata_ops.fold(self._metadata, warn_dropped_events=False)  # raises before logging
             data: dict[str, Any] = {"ops": metadata_ops.to_json()}
@@ -403,6 +427,15 @@ class AgentContext:
             appended.append(self._append("context_update", data, update=metadata_ops))
         for logged in update.events:
             appended.append(self._append(logged.type, dict(logged.data)))
+        for send in update.sends:
+            number = self._sent + 1
+            data = {
+                "message_id": f"{self.agent_id}:{number}",
+                "n": number,
+                "to": send.to,
+                "content": send.content,
+            }
+            appended.append(self._append("message_sent", data))
         return appended
 
     def replace_message(self, index: int, message: Message) -> Event | None:

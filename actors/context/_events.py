@@ -55,6 +55,8 @@ BOOKKEEPING_TYPES: Final = frozenset(
         "recovered",
         "passivated",
         "activated",
+        "message_sent",
+        "message_received",
     }
 )
 """Framework event types that project to no message."""

@@ -10,7 +10,7 @@ from actors.context._frozen import thaw
 from actors.context._json import JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
-__all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
+__all__ = ["ContextUpdate", "LoggedEvent", "Operation", "PeerSend"]
 
 _log = get_logger("actors.update")
 
@@ -51,7 +51,17 @@ class LoggedEvent:
     op: Literal["log_event"] = "log_event"
 
 
-Operation: TypeAlias = _Set | _Merge | _Append | _Delete | LoggedEvent
+@dataclass(frozen=True, slots=True)
+class PeerSend:
+    """A message that a `ContextUpdate` asks its agent to send to another agent, by id."""
+
+    to: str
+    content: str
+    op: Literal["send"] = "send"
+
+
+Operation: TypeAlias = _Set | _Merge | _Append | _Delete | LoggedEvent | PeerSend
+_OPERATIONS = (_Set, _Merge, _Append, _Delete, LoggedEvent, PeerSend)
 
 
 def _check_key(key: object) -> str:
@@ -86,7 +96,10 @@ class ContextUpdate:
     - ``append(key, item)`` appends to the list at ``key``; a missing key or None becomes
       ``[item]``; appending to anything else is an `InvalidUpdateError`;
     - ``delete(key)`` removes ``key``; deleting a missing key does nothing;
-    - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log.
+    - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log;
+    - ``send(to, content)`` touches no metadata: the agent logs a ``message_sent`` event and,
+      once the step is durable, its host delivers ``content`` to the agent ``to`` (a peer
+      message; an unknown receiver makes the whole update fail for the tool).
 
     Keys are strings and values must be plain JSON; both are checked (and values copied) when the
     update is built, so a bad update fails in the tool, naming the key.
@@ -102,10 +115,10 @@ class ContextUpdate:
     def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
         ops = tuple(operations)
         for op in ops:
-            if not isinstance(op, _Set | _Merge | _Append | _Delete | LoggedEvent):
+            if not isinstance(op, _OPERATIONS):
                 raise InvalidUpdateError(
                     f"not an operation: {op!r}; build updates with set(), merge(), append(), "
-                    "delete() and log_event()"
+                    "delete(), log_event() and send()"
                 )
         self._ops: tuple[Operation, ...] = ops
 
@@ -153,6 +166,29 @@ class ContextUpdate:
         payload = _json(type, dict(data or {}))
         return ContextUpdate((*self._ops, LoggedEvent(type, payload)))
 
+    def send(self, to: str, content: str) -> ContextUpdate:
+        """Return a new update that also sends ``content`` to the agent ``to`` (a peer message).
+
+        The agent logs the send (``message_sent``) with the step, and its host delivers the
+        message once the step is written: the receiver logs ``message_received``, the content
+        joins its transcript, and an idle receiver starts a turn (see ``Agent.on_message``).
+
+        Args:
+            to: The receiving agent's id (any agent of the same host, not only a parent or a
+                child).
+            content: The message, plain text.
+        """
+        if not isinstance(to, str) or not to:
+            raise InvalidUpdateError(
+                f"send() needs the receiver's agent id as a non-empty str, got {to!r}"
+            )
+        if not isinstance(content, str):
+            raise InvalidUpdateError(
+                f"send() takes the message as a str, got {type(content).__name__}; "
+                "serialize structured content first (e.g. json.dumps)"
+            )
+        return ContextUpdate((*self._ops, PeerSend(to, content)))
+
     # -- reading ----------------------------------------------------------------------------
 
     @property
@@ -166,9 +202,14 @@ class ContextUpdate:
         return tuple(op for op in self._ops if isinstance(op, LoggedEvent))
 
     @property
+    def sends(self) -> tuple[PeerSend, ...]:
+        """The ``send`` operations (peer messages), in order."""
+        return tuple(op for op in self._ops if isinstance(op, PeerSend))
+
+    @property
     def touches_metadata(self) -> bool:
         """Whether any operation changes metadata."""
-        return any(not isinstance(op, LoggedEvent) for op in self._ops)
+        return any(not isinstance(op, LoggedEvent | PeerSend) for op in self._ops)
 
     def __bool__(self) -> bool:
         return bool(self._ops)
@@ -235,10 +276,17 @@ class ContextUpdate:
                     )
             elif isinstance(op, _Delete):
                 state.pop(op.key, None)
+            # log_event and send touch no metadata: the agent that applies the update appends
+            # their events (`AgentContext.apply_update`).
         if warn_dropped_events and (dropped := self.events):
             _log.warning(
                 "context update events dropped: no log to append them to",
                 dropped_event_types=[event.type for event in dropped],
+            )
+        if warn_dropped_events and (unsent := self.sends):
+            _log.warning(
+                "context update messages dropped: no agent to send them",
+                receivers=[send.to for send in unsent],
             )
         return state
 
@@ -250,6 +298,8 @@ class ContextUpdate:
         for op in self._ops:
             if isinstance(op, LoggedEvent):
                 out.append({"op": "log_event", "type": op.type, "data": op.data})
+            elif isinstance(op, PeerSend):
+                out.append({"op": "send", "to": op.to, "content": op.content})
             elif isinstance(op, _Delete):
                 out.append({"op": "delete", "key": op.key})
             else:
@@ -276,9 +326,12 @@ class ContextUpdate:
                 update = update.delete(raw.get("key"))  # type: ignore[arg-type]
             elif op == "log_event":
                 update = update.log_event(raw.get("type"), raw.get("data"))  # type: ignore[arg-type]
+            elif op == "send":
+                update = update.send(raw.get("to"), raw.get("content"))  # type: ignore[arg-type]
             else:
                 raise InvalidUpdateError(
-                    f"unknown operation {op!r}; expected set, merge, append, delete or log_event"
+                    f"unknown operation {op!r}; expected set, merge, append, delete, log_event "
+                    "or send"
                 )
         return update
 

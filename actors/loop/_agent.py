@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, cast
+from typing import Any, Generic, Literal, cast
 
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
@@ -87,6 +87,9 @@ class Agent(Generic[OutputT]):
         tool_retries: Default validation retry budget per tool per run.
         output_retries: How many invalid final answers the model may correct per run.
         description: What a parent's model reads about this agent when it is a subagent.
+        on_message: What a peer message (``ContextUpdate.send``) does to an idle agent:
+            ``"run"`` (the default) starts a turn on it; ``"queue"`` adds it to the transcript
+            for the next run. In a run, it joins at the next step boundary either way.
     """
 
     name: str
@@ -103,6 +106,7 @@ class Agent(Generic[OutputT]):
     tool_retries: int = 1
     output_retries: int = 1
     description: str = ""
+    on_message: Literal["run", "queue"] = "run"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -122,6 +126,11 @@ class Agent(Generic[OutputT]):
         ):
             if value is not None and value <= 0:
                 raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
+        if self.on_message not in ("run", "queue"):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: on_message must be 'run' or 'queue', "
+                f"got {self.on_message!r}"
+            )
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")
         if not isinstance(self.usage_limits, UsageLimits):

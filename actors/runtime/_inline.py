@@ -35,9 +35,11 @@ from actors.loop._types import (
     ChildFinished,
     Finish,
     ModelReplied,
+    PeerMessage,
     ResumeChild,
     ResumeRun,
     RunChild,
+    SendMessage,
     StartRun,
     ToolFinished,
 )
@@ -106,6 +108,7 @@ class InlineHost:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            peer_exists=self.peer_exists,
         )
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
@@ -250,6 +253,21 @@ class InlineHost:
         """Queue a cancel for the agent."""
         if agent_id in self.cells:
             self.tell(agent_id, CancelRun(reason))
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether an agent of this host has the id and has not stopped."""
+        cell = self.cells.get(agent_id)
+        return cell is not None and cell.node.status != "stopped"
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Queue a peer message for its receiver."""
+        sender = cell.node.agent_id
+        message = PeerMessage(effect.message_id, effect.n, sender, effect.content)
+        self.tell(effect.to, message, self.peer_delay(cell, effect))
+
+    def peer_delay(self, cell: AgentCell, effect: SendMessage) -> float:
+        """How long a peer message travels (none here; the simulator may say otherwise)."""
+        return 0.0
 
     # -- children -----------------------------------------------------------------------------
 

@@ -11,9 +11,11 @@ from actors.context._suspension import Request
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop
+from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, recover
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
+from actors.loop._types import SendMessage
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
 
@@ -41,6 +43,8 @@ class RestoreHost(Protocol):
     def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
     def remember_ended(self, node: AgentNode) -> None: ...
+    def peer_exists(self, agent_id: str) -> bool: ...
+    def deliver_peer(self, sender: str, effect: SendMessage) -> None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -77,6 +81,10 @@ def restore_tree(
 
     Only the agents that come back to life (the root, every suspended agent and every kept
     child) need their specs; agents that ended are shown in the tree from their records.
+
+    A restore (not an activation, which follows an orderly passivation) sends every peer
+    message of the tree's logs again once the tree is live: a crash may have lost one between
+    its step and its delivery, and receivers ignore the ones they already heard.
     """
     stored = store.load(session_id)
     specs = _spec_index(agents)
@@ -208,6 +216,7 @@ def restore_tree(
                 depth=node.depth,
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
+                peer_exists=host.peer_exists,
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
@@ -218,6 +227,10 @@ def restore_tree(
         for node in reversed(started):  # all or nothing: no half-restored tree stays live
             host.stop_subtree(node, block=True)
         raise
+    if not activated:
+        for agent_id in nodes:
+            for send in sends_of(contexts[agent_id].events):
+                host.deliver_peer(agent_id, send)
     return nodes[stored.root_agent_id]
 
 
