@@ -3,16 +3,26 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import random
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeAlias
 
 from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from actors.context._usage import Usage
+from actors.exceptions import UserError
 from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse, ToolDefinition
 
-__all__ = ["FunctionModel", "Reply", "ScriptedModel", "TestModel", "call"]
+__all__ = [
+    "FunctionModel",
+    "Latency",
+    "Reply",
+    "ScriptedModel",
+    "TestModel",
+    "call",
+    "seed_call_ids",
+]
 
 Reply: TypeAlias = (
     str | AssistantMessage | ToolCall | Sequence[ToolCall] | ModelResponse | BaseException
@@ -21,14 +31,53 @@ Reply: TypeAlias = (
 an exception to raise."""
 
 
+Latency: TypeAlias = "float | Callable[[ModelRequest, random.Random], float]"
+"""Seconds a reply takes: a number, or a function of the request and a seeded random source
+(a `Simulation` passes its own; on a `Runtime` it is the model's, seeded with 0)."""
+
+_call_ids: random.Random | None = None  # set by seed_call_ids (a simulation's seed)
+
+
+def seed_call_ids(seed: int | str | None) -> None:
+    """Make the ids of `call` come from ``seed`` from now on (None: random again).
+
+    `actors.sim.Simulation` seeds them with its own seed, so scripts built after it was made
+    hold the same ids in every process.
+    """
+    global _call_ids
+    _call_ids = None if seed is None else random.Random(f"actors-call-ids:{seed}")
+
+
 def call(name: str, /, **arguments: Any) -> ToolCall:
     """A tool call for a script: ``call("search", query="pykka")``.
 
-    The id is ``"<name>-<random hex>"``; build a `ToolCall` yourself when ids must be fixed.
+    The id is ``"<name>-<random hex>"`` (from the seed of `seed_call_ids`, if one was set);
+    build a `ToolCall` yourself when ids must be fixed.
     """
     # A random part keeps ids unique across processes: a session continued in a new process
     # builds its script again, and its transcript must not hold the same id twice.
-    return ToolCall(id=f"{name}-{uuid.uuid4().hex[:10]}", name=name, arguments=arguments)
+    source = _call_ids
+    suffix = uuid.uuid4().hex[:10] if source is None else f"{source.getrandbits(40):010x}"
+    return ToolCall(id=f"{name}-{suffix}", name=name, arguments=arguments)
+
+
+def _check_latency(latency: Latency) -> Latency:
+    if callable(latency):
+        return latency
+    if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
+        raise UserError(
+            f"latency is seconds (>= 0) or a function (request, rng) -> seconds, got {latency!r}"
+        )
+    return float(latency)
+
+
+def _latency_of(latency: Latency, request: ModelRequest, rng: random.Random) -> float:
+    if not callable(latency):
+        return latency
+    seconds = latency(request, rng)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        raise UserError(f"a latency function must return seconds (>= 0), got {seconds!r}")
+    return float(seconds)
 
 
 def _estimate_tokens(messages: Sequence[Message]) -> int:
@@ -86,7 +135,9 @@ class ScriptedModel:
     Args:
         replies: The replies, in order: text, `AssistantMessage`, a `ToolCall` (see `call`), a
             list of tool calls, a `ModelResponse`, or an exception to raise.
-        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep).
+        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep), or
+            a function of the request and a seeded `random.Random` returning them. A
+            `Simulation` waits them on its virtual clock.
         per_agent: Give every agent its own place in the script, so one spec can be reused by
             many agents (children of a fan-out, a simulation's population). The place is read
             from the agent's transcript (one reply per assistant message so far), so a restored
@@ -103,12 +154,13 @@ class ScriptedModel:
         self,
         replies: Sequence[Reply],
         *,
-        latency: float = 0.0,
+        latency: Latency = 0.0,
         per_agent: bool = False,
         name: str = "scripted",
     ) -> None:
         self.replies = list(replies)
-        self.latency = latency
+        self.latency = _check_latency(latency)
+        self._rng = random.Random(0)
         self.per_agent = per_agent
         self._name = name
         self._lock = threading.Lock()
@@ -145,14 +197,22 @@ class ScriptedModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Give the next scripted reply."""
         reply = self._next(request)
-        await _wait(self.latency, request)
+        await _wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
         return _to_response(reply, request, self._name)
 
     def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
         """With no latency, answer on the agent's own thread (see `actors.InlineModel`)."""
-        if self.latency > 0:
+        if self.latency != 0.0:
             return None
+        return _to_response(self._next(request), request, self._name)
+
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return _latency_of(self.latency, request, rng)
+
+    def respond_untimed(self, request: ModelRequest) -> ModelResponse:
+        """The reply to ``request`` at once, whatever the latency (a simulation's clock)."""
         return _to_response(self._next(request), request, self._name)
 
     @property
@@ -188,10 +248,11 @@ class FunctionModel:
     """
 
     def __init__(
-        self, function: ModelFunction, *, latency: float = 0.0, name: str = "function"
+        self, function: ModelFunction, *, latency: Latency = 0.0, name: str = "function"
     ) -> None:
         self.function = function
-        self.latency = latency
+        self.latency = _check_latency(latency)
+        self._rng = random.Random(0)
         self._name = name
         self.requests: list[ModelRequest] = []
 
@@ -206,8 +267,27 @@ class FunctionModel:
         reply = self.function(list(request.messages), list(request.tools))
         if inspect.isawaitable(reply):
             reply = await reply
-        await _wait(self.latency, request)
+        await _wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
+        return _to_response(reply, request, self._name)
+
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return _latency_of(self.latency, request, rng)
+
+    def respond_untimed(
+        self, request: ModelRequest
+    ) -> ModelResponse | Coroutine[Any, Any, ModelResponse]:
+        """The reply at once, whatever the latency (a coroutine if the function is async)."""
+        self.requests.append(request)
+        reply = self.function(list(request.messages), list(request.tools))
+        if inspect.isawaitable(reply):
+            waiting = reply
+
+            async def finish() -> ModelResponse:
+                return _to_response(await waiting, request, self._name)
+
+            return finish()
         return _to_response(reply, request, self._name)
 
 
@@ -220,13 +300,23 @@ class TestModel:
     Args:
         text: The final answer, instead of the tool results.
         call_tools: Which tools to call (``"all"`` or a list of names).
+        latency: Seconds each reply takes, or a function of the request and a seeded
+            `random.Random` (see `ScriptedModel`).
     """
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, *, text: str | None = None, call_tools: Sequence[str] | str = "all") -> None:
+    def __init__(
+        self,
+        *,
+        text: str | None = None,
+        call_tools: Sequence[str] | str = "all",
+        latency: Latency = 0.0,
+    ) -> None:
         self.text = text
         self.call_tools = call_tools
+        self.latency = _check_latency(latency)
+        self._rng = random.Random(0)
         self.requests: list[ModelRequest] = []
 
     @property
@@ -236,10 +326,19 @@ class TestModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Call the tools on the first request; answer once their results are in."""
+        await _wait(self.latency_for(request, self._rng), request)
         return self._respond(request)
 
     def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
-        """Answer on the agent's own thread (see `actors.InlineModel`)."""
+        """Answer on the agent's own thread, unless it has a latency (see `actors.InlineModel`)."""
+        return self._respond(request) if self.latency == 0.0 else None
+
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return _latency_of(self.latency, request, rng)
+
+    def respond_untimed(self, request: ModelRequest) -> ModelResponse:
+        """The reply at once, whatever the latency (a simulation's clock)."""
         return self._respond(request)
 
     def _respond(self, request: ModelRequest) -> ModelResponse:
