@@ -128,8 +128,7 @@ class Agent(Generic[OutputT]):
                 raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
         if self.on_message not in ("run", "queue"):
             raise AgentDefinitionError(
-                f"agent {self.name!r}: on_message must be 'run' or 'queue', "
-                f"got {self.on_message!r}"
+                f"agent {self.name!r}: on_message must be 'run' or 'queue', got {self.on_message!r}"
             )
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")

@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 
 from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from actors.context._usage import Usage
-from actors.exceptions import UserError
+from actors.models._latency import Latency, check_latency, latency_of
 from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse, ToolDefinition
 
 __all__ = [
@@ -30,10 +30,6 @@ Reply: TypeAlias = (
 """One scripted reply: text, an assistant message, one or more tool calls, a full response, or
 an exception to raise."""
 
-
-Latency: TypeAlias = "float | Callable[[ModelRequest, random.Random], float]"
-"""Seconds a reply takes: a number, or a function of the request and a seeded random source
-(a `Simulation` passes its own; on a `Runtime` it is the model's, seeded with 0)."""
 
 _call_ids: random.Random | None = None  # set by seed_call_ids (a simulation's seed)
 
@@ -59,25 +55,6 @@ def call(name: str, /, **arguments: Any) -> ToolCall:
     source = _call_ids
     suffix = uuid.uuid4().hex[:10] if source is None else f"{source.getrandbits(40):010x}"
     return ToolCall(id=f"{name}-{suffix}", name=name, arguments=arguments)
-
-
-def _check_latency(latency: Latency) -> Latency:
-    if callable(latency):
-        return latency
-    if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
-        raise UserError(
-            f"latency is seconds (>= 0) or a function (request, rng) -> seconds, got {latency!r}"
-        )
-    return float(latency)
-
-
-def _latency_of(latency: Latency, request: ModelRequest, rng: random.Random) -> float:
-    if not callable(latency):
-        return latency
-    seconds = latency(request, rng)
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-        raise UserError(f"a latency function must return seconds (>= 0), got {seconds!r}")
-    return float(seconds)
 
 
 def _estimate_tokens(messages: Sequence[Message]) -> int:
@@ -159,7 +136,7 @@ class ScriptedModel:
         name: str = "scripted",
     ) -> None:
         self.replies = list(replies)
-        self.latency = _check_latency(latency)
+        self.latency = check_latency(latency)
         self._rng = random.Random(0)
         self.per_agent = per_agent
         self._name = name
@@ -209,7 +186,7 @@ class ScriptedModel:
 
     def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
         """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
-        return _latency_of(self.latency, request, rng)
+        return latency_of(self.latency, request, rng)
 
     def respond_untimed(self, request: ModelRequest) -> ModelResponse:
         """The reply to ``request`` at once, whatever the latency (a simulation's clock)."""
@@ -251,7 +228,7 @@ class FunctionModel:
         self, function: ModelFunction, *, latency: Latency = 0.0, name: str = "function"
     ) -> None:
         self.function = function
-        self.latency = _check_latency(latency)
+        self.latency = check_latency(latency)
         self._rng = random.Random(0)
         self._name = name
         self.requests: list[ModelRequest] = []
@@ -273,7 +250,7 @@ class FunctionModel:
 
     def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
         """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
-        return _latency_of(self.latency, request, rng)
+        return latency_of(self.latency, request, rng)
 
     def respond_untimed(
         self, request: ModelRequest
@@ -315,7 +292,7 @@ class TestModel:
     ) -> None:
         self.text = text
         self.call_tools = call_tools
-        self.latency = _check_latency(latency)
+        self.latency = check_latency(latency)
         self._rng = random.Random(0)
         self.requests: list[ModelRequest] = []
 
@@ -335,7 +312,7 @@ class TestModel:
 
     def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
         """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
-        return _latency_of(self.latency, request, rng)
+        return latency_of(self.latency, request, rng)
 
     def respond_untimed(self, request: ModelRequest) -> ModelResponse:
         """The reply at once, whatever the latency (a simulation's clock)."""

@@ -13,9 +13,9 @@ from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, recover
+from actors.loop._types import SendMessage
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
-from actors.loop._types import SendMessage
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
 

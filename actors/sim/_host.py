@@ -38,7 +38,6 @@ from actors.loop._types import (
 )
 from actors.models._model import Model
 from actors.runtime._cell import AgentCell
-from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import Ask, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._tombstone import TreeNode
@@ -158,9 +157,13 @@ class SimHost(InlineHost):
             self.driving -= 1
             reached = self.horizon
             self.horizon = outer
-        if reached is not None and (until is None or not until()) and self.now < reached:
-            if not self._queue or self._queue[0][0] > reached:
-                self.now = reached
+        if (
+            reached is not None
+            and (until is None or not until())
+            and self.now < reached
+            and (not self._queue or self._queue[0][0] > reached)
+        ):
+            self.now = reached
 
     def _next(self) -> tuple[str, Any] | None:
         for index, (agent_id, message) in enumerate(self._held):
@@ -216,7 +219,9 @@ class SimHost(InlineHost):
         self.steps += 1
         latency_for = getattr(model, "latency_for", None)
         try:
-            delay = _seconds(latency_for(effect.request, self.rng), "a latency") if latency_for else 0.0
+            delay = (
+                _seconds(latency_for(effect.request, self.rng), "a latency") if latency_for else 0.0
+            )
         except Exception as exc:
             self.tell(agent_id, ModelReplied(effect.run_id, effect.step, error=exc))
             return

@@ -110,7 +110,7 @@ class SimRef(AgentRef[OutputT]):
                 f"agent {self.agent_id!r}: the run can never end: nothing is scheduled in the "
                 "simulation that could end it"
             )
-        self.cancel(f"timed out after {timeout} s")
+        self.cancel(f"timed out after {timeout:g} virtual s")
         host.drive(inner.done, None)
         messages: tuple[Any, ...] = ()
         usage = None
@@ -124,7 +124,7 @@ class SimRef(AgentRef[OutputT]):
                     return partial
                 messages, usage = partial.messages, partial.usage
         raise RunTimeoutError(
-            f"agent {self.agent_id!r}: the run did not finish within {timeout} virtual s and "
+            f"agent {self.agent_id!r}: the run did not finish within {timeout:g} virtual s and "
             "was cancelled",
             messages=messages,
             usage=usage,
