@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._cached import CachedModel
     from actors.models._infer import KNOWN_PROVIDERS, infer_model
     from actors.models._openai import OpenAIChatModel
     from actors.models._retry import RetryPolicy
 
 __all__ = [
     "AnthropicModel",
+    "CachedModel",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
     "KNOWN_PROVIDERS",
@@ -40,6 +42,7 @@ __all__ = [
 
 _HOMES = {
     "AnthropicModel": "_anthropic",
+    "CachedModel": "_cached",
     "INVALID_ARGUMENTS_KEY": "_arguments",
     "KNOWN_PROVIDERS": "_infer",
     "infer_model": "_infer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from typing import TypeAlias
@@ -9,7 +10,7 @@ from typing import TypeAlias
 from actors.exceptions import UserError
 from actors.models._model import ModelRequest
 
-__all__ = ["Latency", "check_latency", "latency_of"]
+__all__ = ["Latency", "check_latency", "latency_of", "wait_latency"]
 
 Latency: TypeAlias = "float | Callable[[ModelRequest, random.Random], float]"
 """Seconds a reply takes: a number, or a function of the request and a seeded random source
@@ -33,3 +34,26 @@ def latency_of(latency: Latency, request: ModelRequest, rng: random.Random) -> f
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
         raise UserError(f"a latency function must return seconds (>= 0), got {seconds!r}")
     return float(seconds)
+
+
+async def wait_latency(seconds: float, request: ModelRequest) -> None:
+    """Wait ``seconds`` on the running loop, or less if the request is cancelled."""
+    if seconds <= 0:
+        return
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def release(_reason: str) -> None:
+        loop.call_soon_threadsafe(finish)
+
+    unregister = request.cancellation.on_cancel(release)
+    try:
+        await asyncio.wait_for(asyncio.shield(done), seconds)
+    except TimeoutError:
+        pass
+    finally:
+        unregister()
