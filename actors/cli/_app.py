@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TextIO, cast
 import structlog
 
 from actors import __version__
-from actors.cli import _demo, _run, _sessions, _trace
+from actors.cli import _demo, _run, _sessions, _simulate, _trace
 from actors.cli._errors import CliError, hint_for, one_line
 from actors.exceptions import ActorsError
 
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo.add_parser(commands, common)
     _run.add_parser(commands, common)
     _sessions.add_parser(commands, common)
+    _simulate.add_parser(commands, common)
     _trace.add_parser(commands, common)
     return parser
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.exceptions import UserError
+from actors.sim._chart import svg_chart
 
 __all__ = ["Table", "to_csv", "to_dataframe", "to_parquet"]
 
@@ -57,6 +58,13 @@ class Table:
     def to_parquet(self, path: str | Path) -> None:
         """Write Parquet (needs pyarrow: ``pip install 'actors[sim]'``)."""
         to_parquet(self, path)
+
+    def to_svg(self, path: str | Path | None = None, *, title: str = "") -> str:
+        """A line chart of the numeric columns over ``time`` as SVG; written to ``path`` too."""
+        text = svg_chart(self, title=title)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
 
     def __repr__(self) -> str:
         return f"<Table {len(self.rows)} rows x {len(self.columns)} columns {self.columns}>"

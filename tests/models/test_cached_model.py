@@ -41,9 +41,8 @@ def test_a_recorded_run_replays_identically_without_the_model(tmp_path: Path) ->
 
 def test_a_miss_in_replay_mode_is_a_typed_error(tmp_path: Path) -> None:
     replay = CachedModel(None, tmp_path / "empty.db", mode="replay")
-    with Runtime() as runtime:
-        with pytest.raises(Exception, match="has no reply") as info:
-            runtime.spawn(Agent("a", model=replay)).run("never recorded")
+    with Runtime() as runtime, pytest.raises(Exception, match="has no reply") as info:
+        runtime.spawn(Agent("a", model=replay)).run("never recorded")
     assert isinstance(info.value.__cause__, CacheMissError)
     request = ModelRequest(messages=(UserMessage(content="x"),))
     with pytest.raises(CacheMissError, match="record it first"):
