@@ -1,0 +1,161 @@
+"""The simulator: agent-steps per second, 100,000 agents in one simulation, sweep overlap.
+
+    .venv/bin/python -m bench.sim [--quick] [--json PATH]
+
+- steps/s: 10,000 agents in a ring, scripted models; every virtual second each agent runs
+  once: one step calls a tool that sends its neighbour a peer message, a second step answers.
+  A step is one model request and its tool calls (issue 15's target: >= 25,000/s on one core).
+- 100,000 agents: spawned into one simulation (RSS per agent, spawn time per agent), then every
+  agent runs the same two steps once (steps/s at that size). Events are not kept for export
+  here (``record_events=False``); each agent's own log is.
+- sweep: one simulation of a 2,000-agent world, then `sweep` over 8 seeds in processes: the
+  wall time against 8 x one (overlap on the machine's cores).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if not __package__:  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from actors import Agent, ContextUpdate, RunContext, Tool, ToolCall
+from actors.sim import Simulation, sweep
+from actors.testing import ScriptedModel
+from bench._common import finish, parser, rss_bytes
+
+STEPS_TARGET = 25_000
+
+
+def tell(ctx: RunContext[dict[str, str]]) -> tuple[str, ContextUpdate]:
+    """Tell the next agent of the ring."""
+    return "sent", ContextUpdate().send(ctx.tool_context[ctx.agent_id], "hi")
+
+
+TELL = Tool.from_function(tell)
+
+
+def ring(sim: Simulation, agents: int, rounds: int) -> None:
+    """``agents`` agents in a ring; each runs ``rounds`` times, one a virtual second."""
+    ids = [f"a{i}" for i in range(agents)]
+    neighbours = {agent_id: ids[(i + 1) % agents] for i, agent_id in enumerate(ids)}
+    # One script for all (per_agent): each agent's place in it is read from its transcript.
+    model = ScriptedModel([ToolCall(id="t", name="tell"), "ok"] * rounds, per_agent=True)
+    spec = Agent("peer", model=model, tools=[TELL], on_message="queue")
+    for agent_id in ids:
+        sim.spawn(spec, agent_id=agent_id, tool_context=neighbours)
+
+    def tick() -> None:
+        for agent_id in ids:
+            sim.ref(agent_id).run_async("go")
+
+    for r in range(rounds):
+        sim.at(float(r), tick)
+
+
+def steps_per_second(agents: int, rounds: int) -> dict[str, Any]:
+    sim = Simulation(seed=1, record_events=False)
+    ring(sim, agents, rounds)
+    gc.collect()
+    began = time.perf_counter()
+    sim.run()
+    wall = time.perf_counter() - began
+    return {
+        "agents": agents,
+        "rounds": rounds,
+        "steps": sim.steps,
+        "wall_s": wall,
+        "steps_per_s": sim.steps / wall,
+        "messages": agents * rounds,
+    }
+
+
+def hundred_thousand(agents: int) -> dict[str, Any]:
+    gc.collect()
+    before = rss_bytes()
+    sim = Simulation(seed=1, record_events=False)
+    began = time.perf_counter()
+    ring(sim, agents, 1)
+    spawn_s = time.perf_counter() - began
+    gc.collect()
+    spawned = rss_bytes()
+    began = time.perf_counter()
+    sim.run()
+    wall = time.perf_counter() - began
+    after = rss_bytes()
+    return {
+        "agents": agents,
+        "spawn_per_agent_s": spawn_s / agents,
+        "rss_per_idle_agent_bytes": (spawned - before) / agents,
+        "rss_per_agent_after_run_bytes": (after - before) / agents,
+        "rss_total_bytes": after,
+        "steps": sim.steps,
+        "steps_per_s": sim.steps / wall,
+    }
+
+
+def sweep_world(sim: Simulation, agents: int = 2000) -> None:
+    ring(sim, agents, 2)
+    sim.collect("steps", lambda: sim.steps, every=1.0)
+
+
+def sweep_overlap(agents: int, seeds: int) -> dict[str, Any]:
+    began = time.perf_counter()
+    sweep(sweep_world, seeds=[0], params={"agents": [agents]}, processes=1)
+    one = time.perf_counter() - began
+    began = time.perf_counter()
+    table = sweep(sweep_world, seeds=range(seeds), params={"agents": [agents]})
+    many = time.perf_counter() - began
+    return {
+        "agents": agents,
+        "seeds": seeds,
+        "processes": os.cpu_count(),
+        "one_s": one,
+        "sweep_s": many,
+        "rows": len(table),
+        "overlap": seeds * one / many,  # 1.0: no overlap; cores: perfect overlap
+    }
+
+
+def main() -> int:
+    args = parser(__doc__).parse_args()
+    quick = args.quick
+    steps = steps_per_second(500 if quick else 10_000, 2 if quick else 5)
+    big = hundred_thousand(2_000 if quick else 100_000)
+    overlap = sweep_overlap(200 if quick else 2_000, 2 if quick else 8)
+    payload = {"steps": steps, "hundred_thousand": big, "sweep": overlap}
+
+    def report() -> str:
+        s, b, w = steps, big, overlap
+        ok = "meets" if s["steps_per_s"] >= STEPS_TARGET else "misses"
+        return "\n".join(
+            [
+                "### Simulation",
+                "",
+                "| measure | figure |",
+                "| --- | --- |",
+                f"| agent-steps/s, {s['agents']:,} agents exchanging peer messages | "
+                f"{s['steps_per_s']:,.0f} ({ok} the {STEPS_TARGET:,}/s target) |",
+                f"| {b['agents']:,} agents: RSS per idle agent | "
+                f"{b['rss_per_idle_agent_bytes'] / 1024:.1f} KiB |",
+                f"| {b['agents']:,} agents: RSS per agent after a run each | "
+                f"{b['rss_per_agent_after_run_bytes'] / 1024:.1f} KiB |",
+                f"| {b['agents']:,} agents: spawn per agent | "
+                f"{b['spawn_per_agent_s'] * 1e6:.1f} µs |",
+                f"| {b['agents']:,} agents: agent-steps/s | {b['steps_per_s']:,.0f} |",
+                f"| sweep of {w['seeds']} seeds ({w['agents']:,} agents each) vs one | "
+                f"{w['sweep_s']:.2f} s vs {w['one_s']:.2f} s: overlap {w['overlap']:.2f}x "
+                f"on {w['processes']} cores |",
+            ]
+        )
+
+    return finish(payload, args.json, report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
