@@ -247,13 +247,14 @@ class AgentContext:
         update: ContextUpdate | None = None,
     ) -> Event:
         now = self._clock()
-        if not isinstance(now, datetime):
+        if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
         event = _new_event(len(self._events), event_type, data, now)
         self._apply(event, message=message, update=update)
         self._events.append(event)
-        for listener in tuple(self._listeners):
-            listener(event)
+        if self._listeners:
+            for listener in tuple(self._listeners):
+                listener(event)
         return event
 
     def _apply(

@@ -43,7 +43,7 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, UsageLimits
 from actors.loop._children import ChildrenMixin
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
@@ -83,6 +83,8 @@ from actors.models._model import Model, ModelRequest
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
 _log = get_logger("actors.agent")
+
+_NO_LIMITS = UsageLimits()
 
 
 class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
@@ -283,6 +285,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
         limits = self.spec.usage_limits
+        if limits == _NO_LIMITS:
+            return None  # the common case: nothing to count against (a hot path)
         used = self._run_usage()
         checks = [
             ("requests", used.requests + (1 if before_request else 0), limits.requests),
