@@ -28,6 +28,7 @@ PAGES = [
     "docs/testing.md",
     "docs/cli.md",
     "docs/observability.md",
+    "docs/simulation.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")
