@@ -266,6 +266,8 @@ class AgentContext:
     ) -> None:
         """Fold one event into the projections. The single definition of what events mean."""
         kind, data = event.type, event.data
+        if kind in _INERT:
+            return  # bookkeeping that projects to nothing (most of a step's events)
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
@@ -684,6 +686,25 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 
 
 _ALL_EVENT_FIELDS = frozenset(Event.model_fields)
+_new_model = Event.__new__
+_set = object.__setattr__
+
+_INERT = frozenset(
+    {
+        "request_header",
+        "step_end",
+        "turn_end",
+        "subagent_spawned",
+        "subagent_finished",
+        "cancelled",
+        "error",
+        "steered",
+        "recovered",
+        "passivated",
+        "activated",
+    }
+)
+"""Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
 def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
@@ -692,11 +713,11 @@ def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: date
     Appending is the hottest path of an agent (a dozen events per run), and the context builds
     every field itself.
     """
-    event = Event.__new__(Event)
-    object.__setattr__(
+    event = _new_model(Event)
+    _set(
         event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
     )
-    object.__setattr__(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
+    _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
     return event
