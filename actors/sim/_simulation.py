@@ -86,7 +86,12 @@ class Simulation:
             raise UserError(f"Simulation(seed=...) takes an int or a str, got {seed!r}")
         if not isinstance(start, datetime) or start.tzinfo is None:
             raise UserError(f"Simulation(start=...) takes an aware datetime, got {start!r}")
-        if not callable(tool_duration) and not isinstance(tool_duration, Mapping):
+        if isinstance(tool_duration, Mapping):
+            for name, seconds in tool_duration.items():
+                if _time(seconds, f"tool_duration[{name!r}]") < 0:
+                    raise UserError(f"tool_duration[{name!r}] cannot be negative")
+            tool_duration = dict(tool_duration)
+        elif not callable(tool_duration):
             tool_duration = _time(tool_duration, "tool_duration")
             if tool_duration < 0:
                 raise UserError("tool_duration cannot be negative")

@@ -282,6 +282,7 @@ def test_a_function_model_and_parallel_delegation_give_seeded_ids() -> None:
         lambda: Simulation(seed=1.5),  # type: ignore[arg-type]
         lambda: Simulation(start=datetime(2025, 1, 1)),
         lambda: Simulation(tool_duration=-1.0),
+        lambda: Simulation(tool_duration={"search": -2.0}),
         lambda: Simulation(message_delay="soon"),  # type: ignore[arg-type]
     ],
 )
