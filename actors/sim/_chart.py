@@ -18,6 +18,7 @@ __all__ = ["svg_chart"]
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _WIDTH = 760
 _PANEL = 150  # height of one panel, its title included
+_INNER = _PANEL - 40  # height of a panel's plot
 _LEFT, _RIGHT, _TOP = 70, 24, 44
 
 
@@ -87,14 +88,13 @@ def svg_chart(table: Table, *, title: str = "", x: str = "time") -> str:
     for index, (name, points) in enumerate(series.items()):
         color = _COLORS[index % len(_COLORS)]
         top = _TOP + index * _PANEL + 18
-        inner = _PANEL - 40
         ys = [p[1] for p in points]
         y0, y1 = min(min(ys), 0.0), max(ys)
         if y1 == y0:
             y1 = y0 + 1
 
         def sy(v: float, y0: float = y0, y1: float = y1, top: float = top) -> float:
-            return top + inner - (v - y0) / (y1 - y0) * inner
+            return top + _INNER - (v - y0) / (y1 - y0) * _INNER
 
         out.append(
             f'<text x="{_LEFT}" y="{top - 6}" font-size="12" font-weight="bold" '
@@ -110,7 +110,7 @@ def svg_chart(table: Table, *, title: str = "", x: str = "time") -> str:
                 f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(tick)}</text>'
             )
         out.append(
-            f'<rect x="{_LEFT}" y="{top}" width="{plot_width}" height="{inner}" fill="none" '
+            f'<rect x="{_LEFT}" y="{top}" width="{plot_width}" height="{_INNER}" fill="none" '
             'stroke="#bbb"/>'
         )
         path = " ".join(f"{sx(px):.1f},{sy(py):.1f}" for px, py in points)
