@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
-from actors._logging import get_logger
+from actors._safe import exception_message, exception_text
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._json import json_copy
@@ -29,8 +30,11 @@ from actors.context._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors.context._read_only import read_only
 from actors.context._result import RunResult
+from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Request
+from actors.context._update import ContextUpdate
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
@@ -47,6 +51,7 @@ from actors.loop._agent import Agent, UsageLimits
 from actors.loop._children import ChildrenMixin
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
+from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     INTERRUPTED,
     INVALID_ARGUMENTS_KEY,
@@ -59,6 +64,7 @@ from actors.loop._state import (
 from actors.loop._subagent_calls import subagent_definition, validate_task
 from actors.loop._suspension import SuspensionMixin
 from actors.loop._tools import Tool, describe_validation_error
+from actors.loop._toolset import ToolsetHost, ToolsetView, merge_tools
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -78,16 +84,16 @@ from actors.loop._types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors.models._model import Model, ModelRequest
+from actors.models._model import Model, ModelRequest, ToolDefinition
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
-_log = get_logger("actors.agent")
+_NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 
 _NO_LIMITS = UsageLimits()
 
 
-class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
+class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin, PeersMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -97,7 +103,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         tool_context: The static channel handed to every tool and child.
         depth: How deep below the root this agent is.
         limits: The tree limits.
-        approval_handler: Whether the host has an in-process approval handler.
+        approval_handler: Whether the host decides approvals in process.
+        toolsets: The host's toolset views, for an agent with ``toolsets``: their tools are
+            read (never waited for) at each step.
         peer_exists: Whether the host knows an agent of an id (peer messages go only to
             agents it knows); None refuses every peer message.
     """
@@ -112,6 +120,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         depth: int = 0,
         limits: TreeLimits | None = None,
         approval_handler: bool = False,
+        toolsets: ToolsetHost | None = None,
         peer_exists: PeerDirectory | None = None,
     ) -> None:
         self.spec = spec
@@ -121,24 +130,48 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
+        # What tools, instructions and narrowing functions see: a mapping as a read-only view.
+        self.tool_view = read_only(tool_context)
         self.depth = depth
         self.limits = limits or TreeLimits()
-        self._tools = spec.tool_map
+        self._static_tools = spec.tool_map
+        self._tools = self._static_tools
         self._subagents = spec.subagent_map
+        if spec.toolsets and toolsets is None:
+            raise UserError(
+                f"agent {spec.name!r} has toolsets, and its host gave it none: run it in a "
+                "Runtime or a SyncDriver"
+            )
+        self._views: tuple[tuple[str, ToolsetView], ...] = tuple(
+            (t.name, toolsets.view(t)) for t in spec.toolsets if toolsets is not None
+        )
+        self._listed: tuple[tuple[Tool, ...], ...] | None = None
         self._output = (
             OutputSchema(spec.output_type)
             if spec.output_type is not None and spec.output_type is not str
             else None
         )
-        self._use_output_tool = self._output is not None and bool(self._tools or self._subagents)
+        self._use_output_tool = self._output is not None and bool(
+            self._tools or self._subagents or self._views
+        )
         self._text_schema = (
             self._output.json_schema if self._output and not self._use_output_tool else None
         )
-        self._definitions = tuple(
-            [t.definition for t in self._tools.values()]
-            + [subagent_definition(s) for s in self._subagents.values()]
-            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        self._output_note = ""
+        if self._output is not None and not self._use_output_tool:
+            # Without a final-result tool the schema would otherwise never reach the model.
+            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
+            self._output_note = (
+                f"Give your final answer as JSON only, matching this JSON schema: {schema}"
+            )
+        self._instructions_fn = spec._instructions_fn
+        self._static_overlay = (
+            None
+            if self._instructions_fn is not None
+            else _joined(cast("str | None", spec.instructions), self._output_note)
         )
+        self._definitions: tuple[ToolDefinition, ...] = ()
+        self._refresh_tools()
         self._run: _Run | None = None
         self._children_spawned = sum(
             1
@@ -154,6 +187,26 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         self.current_tool: str | None = None
         if context.suspended:
             self._restore_suspension()
+
+    def _refresh_tools(self) -> None:
+        """Take the toolsets' current tools (a cached read, never a wait) if they changed."""
+        listed = tuple(view.tools_nowait() for _, view in self._views)
+        if self._listed is not None and all(
+            a is b for a, b in zip(listed, self._listed, strict=True)
+        ):
+            return
+        self._listed = listed
+        if self._views:
+            self._tools = merge_tools(
+                self._static_tools,
+                [(name, tools) for (name, _), tools in zip(self._views, listed, strict=True)],
+                [*self._subagents, *([FINAL_RESULT_TOOL] if self._use_output_tool else [])],
+            )
+        self._definitions = tuple(
+            [t.definition for t in self._tools.values()]
+            + [subagent_definition(s) for s in self._subagents.values()]
+            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        )
 
     # -- public state -------------------------------------------------------------------------
 
@@ -257,19 +310,40 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         return self._next_step()
 
     def _introduce(self) -> None:
-        """A fresh transcript starts with the instructions."""
-        if self.ctx.last_message is None and (instructions := self._instructions()):
-            self.ctx.add_message(SystemMessage(content=instructions))
+        """A fresh transcript starts with the logged system prompt."""
+        if self.ctx.last_message is None and self.spec.system_prompt:
+            self.ctx.add_message(SystemMessage(content=self.spec.system_prompt))
 
-    def _instructions(self) -> str:
-        """The system prompt; in JSON-text output mode it also shows the model the schema."""
-        instructions = self.spec.instructions or ""
-        if self._output is not None and not self._use_output_tool:
-            # Without a final-result tool the schema would otherwise never reach the model.
-            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
-            note = f"Give your final answer as JSON only, matching this JSON schema: {schema}"
-            instructions = f"{instructions}\n\n{note}" if instructions else note
-        return instructions
+    def _overlay(self) -> str | RunFailedError | None:
+        """The instructions function's text for the next request (with the JSON-text note)."""
+        function = self._instructions_fn
+        assert function is not None
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        run_ctx: RunContext[Any] = RunContext(
+            tool_context=self.tool_view if self.tool_view is not None else _NO_TOOL_CONTEXT,
+            metadata=ctx.metadata_snapshot(),
+            agent_id=ctx.agent_id,
+            parent_id=ctx.parent_id,
+            run_id=run.run_id,
+            usage=ctx.usage,
+            cancellation=run.token,
+        )
+        try:
+            text = function(run_ctx)
+        except Exception as exc:  # the user's function: its failure ends the run, typed
+            error = RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function failed: {exception_text(exc)}"
+            )
+            error.__cause__ = exc
+            return error
+        if text is not None and not isinstance(text, str):
+            return RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function returned a "
+                f"{type(text).__name__}; it must return a string or None"
+            )
+        return _joined(text, self._output_note)
 
     # -- model steps --------------------------------------------------------------------------
 
@@ -321,8 +395,17 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
             )
         if problem := self._usage_problem(before_request=True):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
+        if self._instructions_fn is None:
+            ctx.put_system_prompt_overlay(self._static_overlay)
+        else:
+            overlay = self._overlay()
+            if isinstance(overlay, RunFailedError):
+                return self._fail(overlay, reason="error")
+            ctx.put_system_prompt_overlay(overlay)
         run.step += 1
         run.calls = {}
+        run.chains = {}
+        self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         ctx._record(
             "request_header",
@@ -342,7 +425,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
-            _log.debug("late model reply discarded", agent_id=self.ctx.agent_id)
+            self.log.debug("late model reply discarded", step=message.step)
             return []
         if not run.awaiting_model:
             return []
@@ -352,7 +435,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
             error = message.error or RuntimeError("model returned nothing")
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
-                f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
+                f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
             )
             failure.__cause__ = error
             return self._fail(failure, reason="error")
@@ -414,7 +497,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         for call in calls:
             if call.id in seen:
                 # A provider bug; answering the first is all a transcript can hold.
-                _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
+                self.log.warning("duplicate tool call id ignored", tool_call_id=call.id)
                 continue
             seen.add(call.id)
             if final_given:
@@ -452,7 +535,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
                     )
                     self._park(slot, request, approval=True)
                     continue
-                effects.append(self._call_tool(slot, tool, call.arguments, snapshot, None))
+                effects.extend(self._launch(slot, tool, call.arguments, snapshot, None))
         effects.extend(self._settle())
         return effects
 
@@ -543,7 +626,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         self.ctx._record("tool_call", data)
         ctx = self.ctx.run_context(
             slot.call,
-            tool_context=self.tool_context,
+            tool_context=self.tool_view,
             metadata=snapshot,
             retry=run.retries.get(tool.name, 0),
             timeout=timeout,
@@ -557,15 +640,15 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         run = self._run
         slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
         if slot is None or slot.state != "running":
-            _log.info(
-                "late tool result discarded", agent_id=self.ctx.agent_id, tool_call_id=call_id
-            )
+            self.log.info("late tool result discarded", tool_call_id=call_id)
             return []
         if outcome.pending is not None:
             self._park(slot, outcome.pending)
         else:
             slot.outcome, slot.state = outcome, "done"
-        return self._settle()
+        assert run is not None
+        started = self._advance(slot, outcome) if run.chains else []
+        return [*started, *self._settle()]
 
     def _settle(self) -> list[Effect]:
         """Once no call is running: apply results in call order, then suspend or go on."""
@@ -576,6 +659,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
             return []
         self.current_tool = None
         ctx = self.ctx
+        sets: list[tuple[str, ContextUpdate]] = []
         # Completions arrive in any order; everything is logged here, in call order.
         for slot in calls:
             if slot.child_note is not None:
@@ -595,6 +679,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
                 except InvalidUpdateError as exc:
                     content, is_error = f"The tool's context update failed: {exc}", True
                 else:
+                    name = slot.call.name
+                    sequential = name in run.chains  # its calls saw each other's updates
+                    sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
                     if outcome.update.sends:
                         self._outbox.extend(sends_of(events))
             ctx.add_message(
@@ -606,6 +693,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
                 )
             )
             slot.state = "applied"
+        if len(sets) > 1 and (clashes := clashing_sets(sets)):
+            warn_clashing_sets(ctx.agent_id, clashes)
         if self.approval_handler:
             asks: list[Effect] = []
             for slot in calls:
@@ -696,6 +785,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
 
         self.ctx.patch_dangling_tool_calls(content)
         run.calls = {}
+        run.chains = {}
         return effects
 
     def _fail(self, error: ActorsError, reason: str) -> list[Effect]:
@@ -703,7 +793,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         assert run is not None
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
-        self.ctx._record("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx._record(
+            "error", {"type": type(error).__name__, "message": exception_message(error)}
+        )
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
             error.messages = tuple(self.ctx.messages)
@@ -737,3 +829,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, PeersMixin):
         for message, source in run.steering:
             self.ctx.add_message(message, source=source)
         run.steering.clear()
+
+
+def _joined(instructions: str | None, note: str) -> str | None:
+    if instructions and note:
+        return f"{instructions}\n\n{note}"
+    return instructions or note or None

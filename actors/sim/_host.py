@@ -28,13 +28,8 @@ from actors.loop._outcome import outcome_of_error
 from actors.loop._types import (
     CallModel,
     CallTool,
-    ChildFinished,
     ModelReplied,
-    ResumeChild,
-    ResumeRun,
-    RunChild,
     SendMessage,
-    StartRun,
     ToolFinished,
 )
 from actors.models._model import Model
@@ -286,39 +281,21 @@ class SimHost(InlineHost):
             return _seconds(delay(cell.node.agent_id, effect.to, self.rng), "a message delay")
         return delay
 
-    # -- children with deadlines --------------------------------------------------------------
+    # -- children's deadlines ------------------------------------------------------------
 
-    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
-        """Start (or continue a kept) child, with its deadline on the virtual clock."""
-        parent = cell.node
-        reply = ParentReply(parent.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        child = self.cells.get(effect.child_id)
-        if effect.spawn or child is None:
-            if parent.tree.live >= self.limits.max_agents:
-                error = UserError(f"max agents in one tree ({self.limits.max_agents}) reached")
-                cell.deliver(
-                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
-                )
-                return
-            child = self._child(parent, effect.child_id, effect.subagent.agent, effect.metadata)
-            child.node.keep = effect.subagent.keep
-        self._run_timeouts[effect.child_id] = effect.timeout
-        self.tell(effect.child_id, StartRun(effect.task, "", reply))
-        self.tell(effect.child_id, ExpireRun(reply, effect.timeout), effect.timeout)
-
-    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
-        """Route answers to a suspended child; its resumed run gets its deadline again."""
-        reply = ParentReply(cell.node.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        child = self.cells.get(effect.child_id)
-        if child is None or child.node.status == "stopped":
-            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
-            cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
-            return
-        timeout = self._run_timeouts.get(effect.child_id)
-        if timeout is None:
-            timeout = _subagent_timeout(cell.node.spec, child.node.spec)
-        self.tell(effect.child_id, ResumeRun(effect.answers, reply))
-        self.tell(effect.child_id, ExpireRun(reply, timeout), timeout)
+    def arm_deadline(
+        self, cell: AgentCell, child_id: str, reply: ParentReply, timeout: float | None
+    ) -> None:
+        """The child's run is cancelled at its deadline on the virtual clock, if still running."""
+        if timeout is None:  # resumed: the deadline of its first run, again
+            timeout = self._run_timeouts.get(child_id)
+            if timeout is None:
+                child = self.cells.get(child_id)
+                if child is None:
+                    return
+                timeout = _subagent_timeout(cell.node.spec, child.node.spec)
+        self._run_timeouts[child_id] = timeout
+        self.tell(child_id, ExpireRun(reply, timeout), timeout)
 
     # -- what refs ask ----------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ def turn_ended(ref: Any) -> threading.Event:
 
 def test_a_peer_message_wakes_an_idle_receiver_on_the_runtime() -> None:
     with Runtime() as runtime:
-        bob = runtime.spawn(Agent("bob", model=ScriptedModel(["got it"]), instructions="Be bob."))
+        bob = runtime.spawn(Agent("bob", model=ScriptedModel(["got it"]), system_prompt="Be bob."))
         ended = turn_ended(bob)
         result = runtime.spawn(sender("bob")).run("go")
         assert ended.wait(10)

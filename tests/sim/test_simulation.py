@@ -145,7 +145,7 @@ def test_spawn_gives_an_agent_ref_with_the_runtime_api() -> None:
     ref = sim.spawn(Agent("a", model=TestModel(text="hi")))
     assert isinstance(ref, AgentRef)
     assert isinstance(ref, SimRef)
-    assert sim.spawn(Agent("a")).agent_id == "a-2"
+    assert sim.spawn(Agent("a", model=TestModel())).agent_id == "a-2"
     assert ref.run("one").output == "hi"
     future = ref.run_async("two")
     assert not future.done()
@@ -305,9 +305,9 @@ def test_bad_schedules_are_user_errors_and_change_nothing() -> None:
         sim.collect("x", lambda: 2)
     with pytest.raises(UserError, match="other than 'time'"):
         sim.collect("time", lambda: 2)
-    sim.spawn(Agent("a"), agent_id="a")
+    sim.spawn(Agent("a", model=TestModel()), agent_id="a")
     with pytest.raises(UserError, match="taken"):
-        sim.spawn(Agent("a"), agent_id="a")
+        sim.spawn(Agent("a", model=TestModel()), agent_id="a")
     with pytest.raises(UserError, match="no column"):
         sim.rows().column("nope")
     quiet = Simulation(record_events=False)

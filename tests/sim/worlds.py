@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from actors import Agent, RunContext, Tool
@@ -9,18 +10,25 @@ from actors.sim import Simulation
 from actors.testing import ScriptedModel, call
 
 
-def bump(ctx: RunContext[dict[str, int]]) -> str:
+@dataclass
+class Counter:
+    """The world: one number (an object: tools see a mapping tool_context read-only)."""
+
+    count: int = 0
+
+
+def bump(ctx: RunContext[Counter]) -> str:
     """Add one to the world's counter."""
-    ctx.tool_context["count"] += 1
+    ctx.tool_context.count += 1
     return "ok"
 
 
 BUMP = Tool.from_function(bump)
 
 
-def counter(sim: Simulation, agents: int = 3, latency: float = 1.0) -> dict[str, int]:
+def counter(sim: Simulation, agents: int = 3, latency: float = 1.0) -> Counter:
     """``agents`` agents each bump a counter once a minute; the count is collected."""
-    state = {"count": 0}
+    state = Counter()
     model = ScriptedModel([call("bump"), "ok"] * 50, latency=latency, per_agent=True)
     refs = [
         sim.spawn(Agent("bumper", model=model, tools=[BUMP]), tool_context=state)
@@ -33,7 +41,7 @@ def counter(sim: Simulation, agents: int = 3, latency: float = 1.0) -> dict[str,
                 ref.run_async("bump")
 
     sim.every(60.0, minute)
-    sim.collect("count", lambda: state["count"], every=60.0)
+    sim.collect("count", lambda: state.count, every=60.0)
     sim.collect("jitter", lambda: sim.rng.random(), every=60.0)
     return state
 
