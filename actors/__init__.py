@@ -15,7 +15,7 @@ from actors.context._messages import (
 from actors.context._result import RunResult
 from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Pending, Request
-from actors.context._update import ContextUpdate, LoggedEvent
+from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
 from actors.loop._history import keep_last_turns
@@ -70,6 +70,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "OutputValidator",
+    "PeerSend",
     "Pending",
     "Request",
     "run_sync",

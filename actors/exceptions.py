@@ -6,6 +6,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ActorsError
     ├── UserError                       a caller mistake; nothing was changed
     │   ├── InvalidUpdateError          a ContextUpdate that cannot be built or applied
+    │   │   └── UnknownAgentError       a peer message to an agent its host does not know
     │   ├── SerializationError          a serialized context that cannot be read
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
@@ -26,7 +27,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── ModelTimeoutError
     │   ├── UnexpectedModelResponse     the reply could not be understood
     │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
-    │   └── ModelFallbackError          every model of a FallbackModel failed
+    │   ├── ModelFallbackError          every model of a FallbackModel failed
+    │   └── CacheMissError              a replay-only CachedModel has no reply for a request
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
     │   ├── SessionBusyError            another live store holds the session; nothing written
@@ -56,6 +58,7 @@ __all__ = [
     "ActorsError",
     "AgentDefinitionError",
     "AgentStoppedError",
+    "CacheMissError",
     "Cancelled",
     "CorruptStoreError",
     "DatabaseNotFoundError",
@@ -85,6 +88,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelResponse",
+    "UnknownAgentError",
     "UnknownRequestError",
     "UsageLimitExceeded",
     "UserError",
@@ -101,6 +105,13 @@ class UserError(ActorsError, ValueError):
 
 class InvalidUpdateError(UserError):
     """A `ContextUpdate` that cannot be built or applied (bad key, non-JSON value, ...)."""
+
+
+class UnknownAgentError(InvalidUpdateError):
+    """A tool's `ContextUpdate.send` named an agent its host does not know (live or asleep).
+
+    The whole update is refused and the tool's result becomes an error the model reads.
+    """
 
 
 class SerializationError(UserError):
@@ -235,6 +246,14 @@ class ModelFallbackError(ModelError):
     def __init__(self, message: str, *, failures: Sequence[tuple[str, BaseException]]) -> None:
         super().__init__(message)
         self.failures: tuple[tuple[str, BaseException], ...] = tuple(failures)
+
+
+class CacheMissError(ModelError):
+    """A replay-only `CachedModel` was asked something its cache has no reply for.
+
+    Record the reply first (``mode="record"`` or ``"auto"`` with the real model reachable), or
+    check that the run asks what it asked when the cache was recorded.
+    """
 
 
 class StoreError(ActorsError):

@@ -36,6 +36,7 @@ if not __package__:  # run as a script: make `bench` importable
 
 from bench._common import BENCH, ROOT, fmt_time, machine
 from bench.peers import DISTRIBUTIONS, FRAMEWORKS
+from bench.sim import render as render_sim
 
 PEERS_VENV = BENCH / ".peers-venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
@@ -552,11 +553,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["scale"] = actors_section("scale", args.quick, timeout=1800)
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
+    sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     if peer_figures is not None:
         sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()
 
-    report = header(results) + "\n\n" + render(results)
+    report = header(results) + "\n\n" + render(results) + "\n\n" + render_sim(sections["sim"])
     print(report)
     args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
     if args.markdown:

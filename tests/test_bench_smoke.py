@@ -26,7 +26,7 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
 
     results = json.loads(out.read_text())
     sections = results["sections"]
-    for name in ("imports", "overhead", "fanout", "growth", "scale", "virtual"):
+    for name in ("imports", "overhead", "fanout", "growth", "scale", "virtual", "sim"):
         assert "error" not in sections[name], (name, sections[name])
     overhead = sections["overhead"]
     assert 0 < overhead["raw_ask_s"] < 0.1
@@ -45,6 +45,10 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
 
     report = done.stdout
     assert "| message hop" in report
+    sim = sections["sim"]
+    assert sim["steps"]["steps"] == 2 * sim["steps"]["agents"] * sim["steps"]["rounds"]
+    assert sim["sweep"]["rows"] == sim["sweep"]["seeds"]
+    assert "### Simulation" in report
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

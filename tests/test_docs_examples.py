@@ -35,6 +35,7 @@ PAGES = [
     "docs/cli.md",
     "docs/observability.md",
     "docs/mcp.md",
+    "docs/simulation.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")

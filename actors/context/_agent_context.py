@@ -129,6 +129,8 @@ class AgentContext:
         self._run_id: str | None = None
         self._suspended: dict[str, dict[str, Any]] = {}
         self._answered_calls: set[str] = set()
+        self._sent = 0  # peer messages this agent sent (numbers its next one)
+        self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
         self._listeners: list[EventListener] = []
         if metadata:
             update = ContextUpdate()
@@ -236,6 +238,19 @@ class AgentContext:
         """Every assistant message of the transcript, in order."""
         return [m for m in self._messages if isinstance(m, AssistantMessage)]
 
+    @property
+    def sent_messages(self) -> int:
+        """How many peer messages this agent has sent (``message_sent`` events)."""
+        return self._sent
+
+    def last_heard(self, sender: str) -> int:
+        """The number of the latest peer message received from ``sender`` (0: none yet).
+
+        A sender numbers its messages 1, 2, 3...; a message numbered at most this is a
+        duplicate (a send delivered again after its sender was restored).
+        """
+        return self._heard.get(sender, 0)
+
     def max_iterations_reached(self) -> bool:
         """Whether the current run has made ``max_iterations`` model requests."""
         return self._iteration >= self.max_iterations
@@ -286,13 +301,14 @@ class AgentContext:
         update: ContextUpdate | None = None,
     ) -> Event:
         now = self._clock()
-        if not isinstance(now, datetime):
+        if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
         event = _new_event(len(self._events), event_type, data, now)
         self._apply(event, message=message, update=update)
         self._events.append(event)
-        for listener in tuple(self._listeners):
-            listener(event)
+        if self._listeners:
+            for listener in tuple(self._listeners):
+                listener(event)
         return event
 
     def _apply(
@@ -304,6 +320,8 @@ class AgentContext:
     ) -> None:
         """Fold one event into the projections. The single definition of what events mean."""
         kind, data = event.type, event.data
+        if kind in _INERT:
+            return  # bookkeeping that projects to nothing (most of a step's events)
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
@@ -344,6 +362,12 @@ class AgentContext:
             self._suspended[request_id] = data
         elif kind == "resumed":
             self._suspended.pop(data.get("request_id", ""), None)
+        elif kind == "message_sent":
+            self._sent = max(self._sent, int(data["n"]))
+        elif kind == "message_received":
+            sender, number = data["from"], int(data["n"])
+            if number > self._heard.get(sender, 0):
+                self._heard[sender] = number
 
     def _note_response(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
@@ -445,7 +469,10 @@ class AgentContext:
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
 
-        If an operation fails the context is left exactly as it was.
+        Its peer messages (``send``) come last, each logged as a ``message_sent`` event
+        numbered after the agent's previous sends; the host delivers them (the caller reads
+        them from the returned events). If an operation fails the context is left exactly as
+        it was.
 
         Raises:
             InvalidUpdateError: an operation cannot apply (e.g. ``append`` to a non-list).
@@ -458,7 +485,7 @@ class AgentContext:
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
-                tuple(op for op in update.operations if op.op != "log_event")
+                tuple(op for op in update.operations if op.op not in ("log_event", "send"))
             )
             metadata_ops.fold(self._metadata, warn_dropped_events=False)  # raises before logging
             data: dict[str, Any] = {"ops": metadata_ops.to_json()}
@@ -467,6 +494,15 @@ class AgentContext:
             appended.append(self._append("context_update", data, update=metadata_ops))
         for event in logged:
             appended.append(self._append(event.type, event.data))
+        for send in update.sends:
+            number = self._sent + 1
+            data = {
+                "message_id": f"{self.agent_id}:{number}",
+                "n": number,
+                "to": send.to,
+                "content": send.content,
+            }
+            appended.append(self._append("message_sent", data))
         return appended
 
     def replace_message(self, index: int, message: Message) -> Event | None:
@@ -723,6 +759,25 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 
 
 _ALL_EVENT_FIELDS = frozenset(Event.model_fields)
+_new_model = Event.__new__
+_set = object.__setattr__
+
+_INERT = frozenset(
+    {
+        "request_header",
+        "step_end",
+        "turn_end",
+        "subagent_spawned",
+        "subagent_finished",
+        "cancelled",
+        "error",
+        "steered",
+        "recovered",
+        "passivated",
+        "activated",
+    }
+)
+"""Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
 def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
@@ -731,11 +786,11 @@ def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: date
     Appending is the hottest path of an agent (a dozen events per run), and the context builds
     every field itself.
     """
-    event = Event.__new__(Event)
-    object.__setattr__(
+    event = _new_model(Event)
+    _set(
         event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
     )
-    object.__setattr__(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
+    _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
     return event

@@ -56,6 +56,8 @@ BOOKKEEPING_TYPES: Final = frozenset(
         "passivated",
         "activated",
         "model_fallback",
+        "message_sent",
+        "message_received",
     }
 )
 """Framework event types that project to no message."""

@@ -4,7 +4,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, cast
+from typing import Any, Generic, Literal, cast
 
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
@@ -135,6 +135,9 @@ class Agent(Generic[OutputT]):
             before each request. A view for the request only: the transcript and the log keep
             every message. Sync, quick and pure: they run as the request is built.
         description: What a parent's model reads about this agent when it is a subagent.
+        on_message: What a peer message (``ContextUpdate.send``) does to an idle agent:
+            ``"run"`` (the default) starts a turn on it; ``"queue"`` adds it to the transcript
+            for the next run. In a run, it joins at the next step boundary either way.
     """
 
     name: str
@@ -155,6 +158,7 @@ class Agent(Generic[OutputT]):
     description: str = ""
     output_validators: Sequence[OutputValidator] = ()
     history_processors: Sequence[HistoryProcessor] = ()
+    on_message: Literal["run", "queue"] = "run"
     _instructions_fn: InstructionsFunction | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -185,6 +189,10 @@ class Agent(Generic[OutputT]):
         ):
             if value is not None and value <= 0:
                 raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
+        if self.on_message not in ("run", "queue"):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: on_message must be 'run' or 'queue', got {self.on_message!r}"
+            )
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")
         if not isinstance(self.usage_limits, UsageLimits):

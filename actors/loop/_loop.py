@@ -48,11 +48,12 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
 from actors.loop._children import ChildrenMixin
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
 from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     INTERRUPTED,
@@ -79,6 +80,7 @@ from actors.loop._types import (
     Finish,
     Input,
     ModelReplied,
+    PeerMessage,
     ResumeRun,
     StartRun,
     Steer,
@@ -92,8 +94,10 @@ __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
 _NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 
+_NO_LIMITS = UsageLimits()
 
-class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
+
+class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, PeersMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -106,6 +110,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
         approval_handler: Whether the host decides approvals in process.
         toolsets: The host's toolset views, for an agent with ``toolsets``: their tools are
             read (never waited for) at each step.
+        peer_exists: Whether the host knows an agent of an id (peer messages go only to
+            agents it knows); None refuses every peer message.
     """
 
     def __init__(
@@ -119,9 +125,12 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
         limits: TreeLimits | None = None,
         approval_handler: bool = False,
         toolsets: ToolsetHost | None = None,
+        peer_exists: PeerDirectory | None = None,
     ) -> None:
         self.spec = spec
         self.approval_handler = approval_handler
+        self.peer_exists = peer_exists
+        self._outbox = []
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
@@ -239,24 +248,36 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
     # -- the one entry point -----------------------------------------------------------------
 
     def handle(self, message: Input) -> list[Effect]:
-        """Take one input and return the effects the host must carry out, in order."""
-        if isinstance(message, StartRun):
-            return self._start(message)
-        if isinstance(message, ModelReplied):
-            return self._on_model(message)
+        """Take one input and return the effects the host must carry out, in order.
+
+        Peer messages the step's tools sent come first: the host delivers them once the step
+        is written, before it starts anything else.
+        """
+        effects: list[Effect]
         if isinstance(message, ToolFinished):
-            return self._on_tool(message.run_id, message.call_id, message.outcome)
-        if isinstance(message, ChildFinished):
-            return self._on_child(message)
-        if isinstance(message, CancelRun):
-            return self._cancel(message.reason)
-        if isinstance(message, ResumeRun):
-            return self._resume(message)
-        if isinstance(message, Steer):
-            return self._steer(message.message)
-        if isinstance(message, ApprovalDecided):
-            return self._on_approval(message)
-        raise TypeError(f"unknown input {message!r}")
+            effects = self._on_tool(message.run_id, message.call_id, message.outcome)
+        elif isinstance(message, ModelReplied):
+            effects = self._on_model(message)
+        elif isinstance(message, StartRun):
+            effects = self._start(message)
+        elif isinstance(message, ChildFinished):
+            effects = self._on_child(message)
+        elif isinstance(message, PeerMessage):
+            effects = self._on_peer(message)
+        elif isinstance(message, CancelRun):
+            effects = self._cancel(message.reason)
+        elif isinstance(message, ResumeRun):
+            effects = self._resume(message)
+        elif isinstance(message, Steer):
+            effects = self._steer(message.message)
+        elif isinstance(message, ApprovalDecided):
+            effects = self._on_approval(message)
+        else:
+            raise TypeError(f"unknown input {message!r}")
+        if self._outbox:
+            effects = [*self._outbox, *effects]
+            self._outbox.clear()
+        return effects
 
     # -- starting ----------------------------------------------------------------------------
 
@@ -269,21 +290,37 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
             return [Finish(message.reply, error=error)]
         if not isinstance(message.prompt, str):
             return [Finish(message.reply, error=UserError("a run's prompt must be a str"))]
-        run_id = message.run_id or self.next_run_id()
+        return self._open_run(message.run_id, message.reply, prompt=message.prompt)
+
+    def _open_run(
+        self,
+        run_id: str | None,
+        reply: Any,
+        data: dict[str, Any] | None = None,
+        *,
+        prompt: str | None = None,
+    ) -> list[Effect]:
+        """Start a run: on a prompt, or (``prompt`` None) on what the transcript already holds."""
+        run_id = run_id or self.next_run_id()
         self._runs += 1
         ctx = self.ctx
         self._run = _Run(
             run_id=run_id,
-            reply=message.reply,
+            reply=reply,
             token=CancellationToken(),
             start_usage=ctx.usage,
             start_seq=ctx.event_count,
         )
-        ctx._record("turn_start", {"run_id": run_id})
-        if ctx.message_count == 0 and self.spec.system_prompt:
-            ctx.add_message(SystemMessage(content=self.spec.system_prompt))
-        ctx.add_message(UserMessage(content=message.prompt))
+        ctx._record("turn_start", {"run_id": run_id, **data} if data else {"run_id": run_id})
+        if prompt is not None:
+            self._introduce()
+            ctx.add_message(UserMessage(content=prompt))
         return self._next_step()
+
+    def _introduce(self) -> None:
+        """A fresh transcript starts with the logged system prompt."""
+        if self.ctx.last_message is None and self.spec.system_prompt:
+            self.ctx.add_message(SystemMessage(content=self.spec.system_prompt))
 
     def _overlay(self) -> str | RunFailedError | None:
         """The instructions function's text for the next request (with the JSON-text note)."""
@@ -320,6 +357,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
         limits = self.spec.usage_limits
+        if limits == _NO_LIMITS:
+            return None  # the common case: nothing to count against (a hot path)
         used = self._run_usage()
         checks = [
             ("requests", used.requests + (1 if before_request else 0), limits.requests),
@@ -340,8 +379,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
         if run.final is not None:
             return self._complete(run.final[0])
         if run.steering:
-            for steer in run.steering:
-                ctx.add_message(steer, source="steer")
+            for steer, source in run.steering:
+                ctx.add_message(steer, source=source)
             run.steering.clear()
         if ctx.max_iterations_reached():
             return self._fail(
@@ -657,13 +696,16 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
             content, is_error = outcome.content, outcome.is_error
             if outcome.update is not None:
                 try:
-                    ctx.apply_update(outcome.update, source=slot.call.id)
+                    self._check_receivers(outcome.update)
+                    events = ctx.apply_update(outcome.update, source=slot.call.id)
                 except InvalidUpdateError as exc:
                     content, is_error = f"The tool's context update failed: {exc}", True
                 else:
                     name = slot.call.name
                     sequential = name in run.chains  # its calls saw each other's updates
                     sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
+                    if outcome.update.sends:
+                        self._outbox.extend(sends_of(events))
             ctx.add_message(
                 ToolResultMessage(
                     tool_call_id=slot.call.id,
@@ -703,7 +745,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
             # Logged now, delivered at the step boundary: a crash in between loses nothing
             # (recovery hands undelivered messages to the transcript).
             self.ctx._record("steered", {"content": message.content})
-            self._run.steering.append(message)
+            self._run.steering.append((message, "steer"))
         return []
 
     # -- ending -------------------------------------------------------------------------------
@@ -808,8 +850,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin):
         Exactly what happens to a message sent just after the run ended (to an idle agent):
         nothing is lost, and where a message lands does not depend on a race with the end.
         """
-        for message in run.steering:
-            self.ctx.add_message(message, source="steer")
+        for message, source in run.steering:
+            self.ctx.add_message(message, source=source)
         run.steering.clear()
 
 

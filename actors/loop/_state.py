@@ -106,7 +106,7 @@ class _Run:
     retries: dict[str, int] = field(default_factory=dict)
     output_retries: int = 0
     final: tuple[Any] | None = None
-    steering: list[UserMessage] = field(default_factory=list)
+    steering: list[tuple[UserMessage, str]] = field(default_factory=list)  # (message, source)
     children_usage: Usage = field(default_factory=Usage)
     validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._cached import CachedModel
     from actors.models._fallback import FallbackModel, is_provider_failure
     from actors.models._infer import KNOWN_PROVIDERS, infer_model
     from actors.models._openai import OpenAIChatModel
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnthropicModel",
+    "CachedModel",
     "FallbackModel",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
@@ -44,6 +46,7 @@ __all__ = [
 _HOMES = {
     "AnthropicModel": "_anthropic",
     "FallbackModel": "_fallback",
+    "CachedModel": "_cached",
     "INVALID_ARGUMENTS_KEY": "_arguments",
     "is_provider_failure": "_fallback",
     "KNOWN_PROVIDERS": "_infer",

@@ -7,21 +7,20 @@ asked, and keep a bounded history of what they were asked (see `_test_support`).
 from __future__ import annotations
 
 import inspect
-import json
+import random
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeAlias
 
 from actors.context._messages import (
     AssistantMessage,
     Message,
     ToolCall,
-    ToolResultMessage,
-    UserMessage,
 )
 from actors.context._usage import Usage
-from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse, ToolDefinition
+from actors.models._latency import Latency, check_latency, latency_of
+from actors.models._model import ModelRequest, ModelResponse, ToolDefinition
 from actors.models._test_support import (
     DEFAULT_HISTORY,
     RequestHistory,
@@ -32,7 +31,14 @@ from actors.models._test_support import (
     wait,
 )
 
-__all__ = ["FunctionModel", "Reply", "ScriptedModel", "TestModel", "call"]
+__all__ = [
+    "FunctionModel",
+    "Latency",
+    "Reply",
+    "ScriptedModel",
+    "call",
+    "seed_call_ids",
+]
 
 Reply: TypeAlias = (
     str | AssistantMessage | ToolCall | Sequence[ToolCall] | ModelResponse | BaseException
@@ -41,14 +47,30 @@ Reply: TypeAlias = (
 an exception to raise."""
 
 
+_call_ids: random.Random | None = None  # set by seed_call_ids (a simulation's seed)
+
+
+def seed_call_ids(seed: int | str | None) -> None:
+    """Make the ids of `call` come from ``seed`` from now on (None: random again).
+
+    `actors.sim.Simulation` seeds them with its own seed, so scripts built after it was made
+    hold the same ids in every process.
+    """
+    global _call_ids
+    _call_ids = None if seed is None else random.Random(f"actors-call-ids:{seed}")
+
+
 def call(name: str, /, **arguments: Any) -> ToolCall:
     """A tool call for a script: ``call("search", query="pykka")``.
 
-    The id is ``"<name>-<random hex>"``; build a `ToolCall` yourself when ids must be fixed.
+    The id is ``"<name>-<random hex>"`` (from the seed of `seed_call_ids`, if one was set);
+    build a `ToolCall` yourself when ids must be fixed.
     """
     # A random part keeps ids unique across processes: a session continued in a new process
     # builds its script again, and its transcript must not hold the same id twice.
-    return ToolCall(id=f"{name}-{uuid.uuid4().hex[:10]}", name=name, arguments=arguments)
+    source = _call_ids
+    suffix = uuid.uuid4().hex[:10] if source is None else f"{source.getrandbits(40):010x}"
+    return ToolCall(id=f"{name}-{suffix}", name=name, arguments=arguments)
 
 
 def _to_response(
@@ -81,7 +103,9 @@ class ScriptedModel:
     Args:
         replies: The replies, in order: text, `AssistantMessage`, a `ToolCall` (see `call`), a
             list of tool calls, a `ModelResponse`, or an exception to raise.
-        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep).
+        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep), or
+            a function of the request and a seeded `random.Random` returning them. A
+            `Simulation` waits them on its virtual clock.
         per_agent: Give every agent its own place in the script, so one spec can be reused by
             many agents (children of a fan-out, a simulation's population). The place is read
             from the agent's transcript (one reply per assistant message so far), so a restored
@@ -103,14 +127,15 @@ class ScriptedModel:
         self,
         replies: Sequence[Reply],
         *,
-        latency: float = 0.0,
+        latency: Latency = 0.0,
         per_agent: bool = False,
         name: str = "scripted",
         chunk_size: int | None = None,
         history: int | None = DEFAULT_HISTORY,
     ) -> None:
         self.replies = list(replies)
-        self.latency = latency
+        self.latency = check_latency(latency)
+        self._rng = random.Random(0)
         self.per_agent = per_agent
         self.chunk_size = check_chunk_size(chunk_size)
         self._name = name
@@ -155,7 +180,7 @@ class ScriptedModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Give the next scripted reply (streamed in pieces when ``chunk_size`` is set)."""
         reply = self._next(request)
-        await wait(self.latency, request)
+        await wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
         response = _to_response(reply, request, self._name, self._tally)
         return await stream_reply(response, request, self.chunk_size)
@@ -165,8 +190,16 @@ class ScriptedModel:
 
         A host that wants the reply streamed (``on_delta``) asks `request` instead.
         """
-        if self.latency > 0:
+        if self.latency != 0.0:
             return None
+        return _to_response(self._next(request), request, self._name, self._tally)
+
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return latency_of(self.latency, request, rng)
+
+    def respond_untimed(self, request: ModelRequest) -> ModelResponse:
+        """The reply to ``request`` at once, whatever the latency (a simulation's clock)."""
         return _to_response(self._next(request), request, self._name, self._tally)
 
     @property
@@ -216,13 +249,14 @@ class FunctionModel:
         self,
         function: ModelFunction,
         *,
-        latency: float = 0.0,
+        latency: Latency = 0.0,
         name: str = "function",
         chunk_size: int | None = None,
         history: int | None = DEFAULT_HISTORY,
     ) -> None:
         self.function = function
-        self.latency = latency
+        self.latency = check_latency(latency)
+        self._rng = random.Random(0)
         self.chunk_size = check_chunk_size(chunk_size)
         self._name = name
         self._history = RequestHistory(history)
@@ -248,131 +282,26 @@ class FunctionModel:
             reply = await call_off_loop(self.function, messages, tools)
         if inspect.isawaitable(reply):
             reply = await reply
-        await wait(self.latency, request)
+        await wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
         response = _to_response(reply, request, self._name, self._tally)
         return await stream_reply(response, request, self.chunk_size)
 
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return latency_of(self.latency, request, rng)
 
-class TestModel:
-    """A model that calls every tool once a run, with arguments made from its schema, then answers.
-
-    The answer is the JSON of this run's tool results by tool name, or ``text`` if given. If
-    the agent has an output type, it calls the final-result tool with arguments made from its
-    schema (or, with no tools, answers JSON text made from the schema).
-
-    Args:
-        text: The final answer, instead of the tool results.
-        call_tools: Which tools to call (``"all"`` or a list of names).
-        chunk_size: Stream each reply in pieces of this many characters (see `ScriptedModel`).
-        history: How many of the latest requests `requests` keeps (None: all; 0: none).
-    """
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(
-        self,
-        *,
-        text: str | None = None,
-        call_tools: Sequence[str] | str = "all",
-        chunk_size: int | None = None,
-        history: int | None = DEFAULT_HISTORY,
-    ) -> None:
-        self.text = text
-        self.call_tools = call_tools
-        self.chunk_size = check_chunk_size(chunk_size)
-        self._history = RequestHistory(history)
-        self._tally = TranscriptTally()
-
-    @property
-    def name(self) -> str:
-        """The model's name."""
-        return "test"
-
-    @property
-    def requests(self) -> list[ModelRequest]:
-        """The latest requests received, oldest first (at most ``history`` of them)."""
-        return self._history.snapshot()
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        """Call the tools on a run's first request; answer once their results are in."""
-        return await stream_reply(self._respond(request), request, self.chunk_size)
-
-    def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
-        """Answer on the agent's own turn (see `actors.InlineModel`)."""
-        return self._respond(request)
-
-    def _respond(self, request: ModelRequest) -> ModelResponse:
+    def respond_untimed(
+        self, request: ModelRequest
+    ) -> ModelResponse | Coroutine[Any, Any, ModelResponse]:
+        """The reply at once, whatever the latency (a coroutine if the function is async)."""
         self._history.add(request)
-        results = _this_turns_results(request.messages)
-        final = next((t for t in request.tools if t.name == FINAL_RESULT_TOOL), None)
-        tools = [
-            t
-            for t in request.tools
-            if t.name != FINAL_RESULT_TOOL
-            and (self.call_tools == "all" or t.name in self.call_tools)
-        ]
+        reply = self.function(list(request.messages), list(request.tools))
+        if inspect.isawaitable(reply):
+            waiting = reply
 
-        def respond(reply: Reply) -> ModelResponse:
-            return _to_response(reply, request, self.name, self._tally)
+            async def finish() -> ModelResponse:
+                return _to_response(await waiting, request, self._name, self._tally)
 
-        if not results and tools:
-            calls = [
-                ToolCall(id=f"test-{i}", name=t.name, arguments=example_arguments(t.parameters))
-                for i, t in enumerate(tools)
-            ]
-            return respond(calls)
-        if final is not None:
-            arguments = example_arguments(final.parameters)
-            return respond(ToolCall(id="test-final", name=final.name, arguments=arguments))
-        if request.output_schema is not None and self.text is None:
-            # The agent wants JSON text: answer with a value made from the schema.
-            return respond(json.dumps(example_arguments(request.output_schema)))
-        if self.text is not None:
-            return respond(self.text)
-        return respond(json.dumps({m.tool_name: m.content for m in results}))
-
-
-def _this_turns_results(messages: Sequence[Message]) -> list[ToolResultMessage]:
-    """The tool results since the last user message: read from the end, at the turn's cost."""
-    results: list[ToolResultMessage] = []
-    for message in reversed(messages):
-        if isinstance(message, UserMessage):
-            break
-        if isinstance(message, ToolResultMessage):
-            results.append(message)
-    results.reverse()
-    return results
-
-
-def example_arguments(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A value that satisfies a (simple) JSON schema: the first enum value, 'a', 0, ..."""
-    defs = defs if defs is not None else schema.get("$defs", {})
-    if "$ref" in schema:
-        return example_arguments(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return example_arguments(schema[key][0], defs)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object" or "properties" in schema:
-        required = schema.get("required", [])
-        return {
-            name: example_arguments(sub, defs)
-            for name, sub in schema.get("properties", {}).items()
-            if name in required
-        }
-    if kind == "array":
-        minimum = schema.get("minItems", 0)
-        item = schema.get("items", {})
-        return [example_arguments(item, defs) for _ in range(minimum)]
-    return {"string": "a", "integer": 0, "number": 0.0, "boolean": False, "null": None}.get(
-        str(kind), "a"
-    )
+            return finish()
+        return _to_response(reply, request, self._name, self._tally)

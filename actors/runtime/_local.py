@@ -35,9 +35,11 @@ from actors.loop._types import (
     CancelRun,
     ChildFinished,
     Finish,
+    PeerMessage,
     ResumeChild,
     ResumeRun,
     RunChild,
+    SendMessage,
     StartRun,
 )
 from actors.models._model import Model
@@ -225,6 +227,7 @@ class LocalHost:
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
             toolsets=self.toolsets,
+            peer_exists=self.peer_exists,
         )
 
     def spawn_root(
@@ -340,6 +343,27 @@ class LocalHost:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether a peer message can reach ``agent_id``: live, passivated, or starting."""
+        return self.taken(agent_id)
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Route a peer message by id; a passivated receiver is activated by it."""
+        sender = cell.node.agent_id
+        self.deliver_peer(sender, effect)
+
+    def deliver_peer(self, sender: str, effect: SendMessage) -> None:
+        """Deliver ``sender``'s logged message; a receiver gone meanwhile is logged, not fatal."""
+        try:
+            self.send(effect.to, PeerMessage(effect.message_id, effect.n, sender, effect.content))
+        except AgentStoppedError:
+            _log.warning(
+                "peer message not delivered: its receiver is gone",
+                agent_id=sender,
+                to=effect.to,
+                message_id=effect.message_id,
+            )
 
     # -- views --------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "store": 2,
     "loop": 3,
     "runtime": 4,
+    "sim": 4,  # a host, like the runtime it builds on
     "testing": 5,
     "mcp": 5,
     "__init__": 5,
