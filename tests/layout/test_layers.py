@@ -26,6 +26,7 @@ FLOORS: dict[str, int] = {
     "mcp": 5,
     "__init__": 5,
     "trace": 6,
+    "otel": 6,
     "cli": 7,
 }
 
