@@ -53,10 +53,13 @@ def restore(spans: AgentSpans, events: Iterable[Event], now: int) -> None:
     finally:
         spans.tracer, spans.replaying = spans.tree.tracer, False
     spans.pause(spans.last, "")
-    if last is not None and last.type == "activated":
-        now = spans.woke_at = ns(last.created_at)
+    woke = last is not None and last.type == "activated"
+    if woke:
+        now = spans.woke_at = spans.last
     if spans.paused is not None:
         spans.continue_run(max(now, spans.last))
+        if woke and spans.run is not None:
+            spans.run.span.add_event("actors.activated", timestamp=spans.run.start)
 
 
 _Handler = Callable[[AgentSpans, dict[str, Any], int, "dict[str, Any] | None"], None]
