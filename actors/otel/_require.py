@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 __all__ = ["require_opentelemetry"]
 
@@ -11,9 +11,11 @@ EXTRA_HINT = "pip install 'actors[otel]'"
 
 def require_opentelemetry() -> None:
     """Raise `ImportError` naming the ``actors[otel]`` extra if ``opentelemetry-api`` is missing."""
-    if importlib.util.find_spec("opentelemetry") is None:
+    try:
+        importlib.import_module("opentelemetry.trace")
+    except ImportError as exc:
         raise ImportError(
             "actors.otel needs the OpenTelemetry API (the 'opentelemetry-api' package); "
             f"install it with: {EXTRA_HINT}",
             name="opentelemetry",
-        )
+        ) from exc

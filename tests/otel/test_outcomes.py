@@ -140,11 +140,16 @@ def deploy(version: str) -> str:
 
 
 def ops_team() -> Agent:
+    # per_agent: a restored agent's script goes on from where its transcript stands
     ops = Agent(
-        "ops", model=ScriptedModel([call("deploy", version="1.2"), "Deployed."]), tools=[deploy]
+        "ops",
+        model=ScriptedModel([call("deploy", version="1.2"), "Deployed."], per_agent=True),
+        tools=[deploy],
     )
     return Agent(
-        "lead", model=ScriptedModel([call("ops", task="Ship 1.2."), "Shipped."]), subagents=[ops]
+        "lead",
+        model=ScriptedModel([call("ops", task="Ship 1.2."), "Shipped."], per_agent=True),
+        subagents=[ops],
     )
 
 
@@ -286,3 +291,32 @@ def test_stopping_a_running_agent_ends_its_spans(spans: Spans) -> None:
     assert attrs(run)["error.type"] == "AgentStoppedError"
     assert events(run) == ["actors.released"]
     assert spans.one("execute_tool crunch").status.status_code is StatusCode.ERROR
+
+
+def test_a_suspended_tree_restored_in_a_new_runtime_continues(spans: Spans) -> None:
+    with MemoryStore() as store:
+        with Runtime() as runtime:
+            ref = runtime.spawn(ops_team(), store=store, session_id="ship")
+            (request,) = ref.run("Ship it.").requests
+        # the runtime shut down: the open runs ended, still suspended in the store
+        lead = spans.one("invoke_agent lead")
+        assert attrs(lead)["actors.run.outcome"] == "suspended"
+        assert events(lead) == ["actors.released"]
+        assert lead.status.status_code is StatusCode.UNSET
+        with Runtime() as runtime:
+            ref = runtime.restore("ship", store=store, agents=[ops_team()])
+            assert ref.resume({request.id: Answer(ok=True)}).output == "Shipped."
+
+    lead_again = spans.one("invoke_agent lead", actors__run__continued=True)
+    ops_again = spans.one("invoke_agent ops", actors__run__continued=True)
+    assert attrs(lead_again)["actors.run.id"] == attrs(lead)["actors.run.id"]
+    call_span = spans.parent(ops_again)
+    assert call_span is not None
+    assert call_span.name == "execute_tool ops"
+    assert spans.parent(call_span) == lead_again
+    (deploy_again,) = (s for s in spans.children(ops_again) if s.name == "execute_tool deploy")
+    assert events(deploy_again) == ["actors.resumed"]
+    assert attrs(lead_again)["actors.run.outcome"] == "completed"
+    assert {s.context.trace_id for s in (lead_again, ops_again, deploy_again)} == {
+        lead_again.context.trace_id
+    }
