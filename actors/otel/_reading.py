@@ -127,11 +127,8 @@ def _usage(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> None:
     tokens = [data.get("input_tokens"), data.get("output_tokens")]
     counts = [n if isinstance(n, int) else 0 for n in tokens]
     spans.usage = [spans.usage[0] + counts[0], spans.usage[1] + counts[1]]
-    chat = spans.chat
-    if chat is not None:
+    if spans.chat is not None:  # set when the request ends
         spans.chat_usage = [spans.chat_usage[0] + counts[0], spans.chat_usage[1] + counts[1]]
-        chat.span.set_attribute(sc.USAGE_INPUT, spans.chat_usage[0])
-        chat.span.set_attribute(sc.USAGE_OUTPUT, spans.chat_usage[1])
 
 
 def _step_end(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> None:
@@ -140,14 +137,17 @@ def _step_end(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> No
         if spans.step_start is None:
             return
         chat = spans.open_chat(at, _text(data.get("model")) or None, None)
-    span = chat.span
+    attributes: dict[str, Any] = {}
+    if any(spans.chat_usage):
+        attributes[sc.USAGE_INPUT], attributes[sc.USAGE_OUTPUT] = spans.chat_usage
     if reason := _text(data.get("finish_reason")):
-        span.set_attribute(sc.RESPONSE_FINISH_REASONS, [reason])
+        attributes[sc.RESPONSE_FINISH_REASONS] = [reason]
     if model := _text(data.get("model")):
-        span.set_attribute(sc.RESPONSE_MODEL, model)
+        attributes[sc.RESPONSE_MODEL] = model
     if spans.transcript is not None and spans.output is not None and not data.get("error"):
         output = {**spans.output, "finish_reason": reason or "stop"}
-        span.set_attribute(sc.OUTPUT_MESSAGES, as_json([output]))
+        attributes[sc.OUTPUT_MESSAGES] = as_json([output])
+    chat.span.set_attributes(attributes)
     error = _text(data.get("error"))
     status = Status(StatusCode.ERROR, f"the model failed: {error}") if error else None
     spans.end_chat(at, status, error or None)

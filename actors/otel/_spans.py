@@ -129,6 +129,7 @@ class AgentSpans:
         self.prompt_seen = False
         self.output: dict[str, Any] | None = None
         self.usage = [0, 0]
+        self.model: tuple[str, str | None] | None = None
         self.error: tuple[str, str] | None = None
         self.cancel_reason = ""
         self.chat: _Open | None = None
@@ -188,6 +189,7 @@ class AgentSpans:
         self.prompt_seen = continued
         self.output, self.error, self.cancel_reason = None, None, ""
         self.usage = [0, 0]
+        self.model = None
 
     def ensure_run(self, at: int) -> _Open:
         """The open run, or one continued here (tracing began in the middle of a run)."""
@@ -207,11 +209,18 @@ class AgentSpans:
         for call_id in list(self.calls):
             self.end_call(call_id, at, status, error_type)
         span = run.span
-        span.set_attribute(sc.ACTORS_RUN_OUTCOME, outcome)
-        span.set_attribute(sc.USAGE_INPUT, self.usage[0])
-        span.set_attribute(sc.USAGE_OUTPUT, self.usage[1])
+        attributes: dict[str, Any] = {
+            sc.ACTORS_RUN_OUTCOME: outcome,
+            sc.USAGE_INPUT: self.usage[0],
+            sc.USAGE_OUTPUT: self.usage[1],
+        }
+        if self.model is not None:
+            attributes[sc.REQUEST_MODEL] = self.model[0]
+            if self.model[1]:
+                attributes[sc.PROVIDER] = self.model[1]
         if self.transcript is not None and self.output is not None and outcome == "completed":
-            span.set_attribute(sc.OUTPUT_MESSAGES, as_json([self.output]))
+            attributes[sc.OUTPUT_MESSAGES] = as_json([self.output])
+        span.set_attributes(attributes)
         _fail(span, status, error_type)
         span.end(end_time=max(at, run.start))
         self.run = None
@@ -250,8 +259,7 @@ class AgentSpans:
             attributes[sc.REQUEST_MODEL] = model
             if provider:
                 attributes[sc.PROVIDER] = provider
-                run.span.set_attribute(sc.PROVIDER, provider)
-            run.span.set_attribute(sc.REQUEST_MODEL, model)
+            self.model = (model, provider)  # the run's, set when it ends
         if self.info.session_id:
             attributes[sc.CONVERSATION_ID] = self.info.session_id
         if isinstance(settings, dict):
