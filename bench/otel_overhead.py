@@ -3,7 +3,7 @@
     .venv/bin/python bench/otel_overhead.py [--quick] [--json PATH]
 
 The run of `bench/run_overhead.py` (a fresh agent whose scripted model calls one tool, then
-answers: 3 spans), and the research team of the tests (a lead, two researchers in parallel,
+answers: 4 spans), and the research team of the tests (a lead, two researchers in parallel,
 each delegating to a checker: 7 agents, 17 spans), timed with tracing
 
 - off: `actors.otel` never instrumented (the observer seam's ``None`` check only);
@@ -29,7 +29,7 @@ if not __package__:  # run as a script: make `bench` importable
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from actors import Agent, Runtime, RunContext, Subagent, tool
+from actors import Agent, RunContext, Runtime, Subagent, tool
 from actors.otel import instrument, uninstrument
 from actors.testing import ScriptedModel, call
 from bench._common import finish, fmt_time, median, parser
@@ -145,7 +145,7 @@ def measure(quick: bool) -> dict[str, Any]:
 
 def report(r: dict[str, Any]) -> str:
     lines = []
-    for kind, spans in (("single", 3), ("team", 17)):
+    for kind, spans in (("single", 4), ("team", 17)):
         row = r[kind]
         lines += [
             f"{kind} run ({spans} spans)",

@@ -148,6 +148,7 @@ class SpanObserver:
         """Close what the agent left open, and forget it."""
         state = node.tree.observed
         if isinstance(state, TreeSpans) and state.owner is self:
+            state.forget(node.agent_id)
             spans = state.agents.pop(node.agent_id, None)
             if spans is not None:
                 spans.release(max(_now(), spans.last), how, node.status)

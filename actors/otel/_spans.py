@@ -83,6 +83,12 @@ class TreeSpans:
                 self.queued.setdefault(child_id, deque()).append(context)
             self.latest[child_id] = context
 
+    def forget(self, agent_id: str) -> None:
+        """The agent left memory: drop what was kept for its runs (a long-lived root's tree)."""
+        with self.lock:
+            self.queued.pop(agent_id, None)
+            self.latest.pop(agent_id, None)
+
     def parent_of(self, child_id: str, *, run: bool = True) -> Context:
         """The context a child's new (or continued) run starts in."""
         with self.lock:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -142,3 +144,20 @@ def test_a_broken_tracer_never_breaks_an_agent() -> None:
     finally:
         uninstrument()
     assert any(entry["event"] == "tree observer failed" for entry in logs)
+
+
+@pytest.mark.timeout(120)
+def test_the_overhead_bench_runs(tmp_path: Path) -> None:
+    out = tmp_path / "otel.json"
+    done = subprocess.run(
+        [sys.executable, "bench/otel_overhead.py", "--quick", "--json", str(out)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["single"]["spans"] > 0
+    assert 0 < figures["single"]["off_s"] < 1.0
