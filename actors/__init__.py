@@ -1,5 +1,6 @@
 """actors: LLM agent systems in which every agent and subagent is an actor owning its context."""
 
+from actors._logging import configure_logging
 from actors.context._agent_context import AgentContext, TranscriptEntry
 from actors.context._cancel import CancellationToken
 from actors.context._events import Event
@@ -52,6 +53,7 @@ __all__ = [
     "Answer",
     "AssistantMessage",
     "CancellationToken",
+    "configure_logging",
     "ContextUpdate",
     "Delegator",
     "Event",

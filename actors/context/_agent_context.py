@@ -26,11 +26,12 @@ from actors.context._messages import (
     UserMessage,
     message_adapter,
 )
+from actors.context._payloads import PayloadError, check_payload
 from actors.context._read_only import read_only
 from actors.context._run_context import Delegator, RunContext
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._update import ContextUpdate
+from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
 
@@ -385,11 +386,14 @@ class AgentContext:
             )
         payload = _plain(data or {}, f"the data of event {event_type!r}")
         try:
+            # The checks a log read back gets: what is appended here can always be restored.
+            check_payload(event_type, payload)
             return self._append(event_type, payload)
         except (KeyError, TypeError, ValueError) as exc:
             # _apply folds before the event is stored, so a payload it cannot read changes nothing.
+            detail = str(exc) if isinstance(exc, PayloadError | UserError) else repr(exc)
             raise UserError(
-                f"event {event_type!r} has a malformed payload ({exc!r}); "
+                f"event {event_type!r} has a malformed payload ({detail}); "
                 "framework events carry the fields the framework writes"
             ) from None
 
@@ -412,6 +416,8 @@ class AgentContext:
         if not isinstance(update, ContextUpdate):
             raise InvalidUpdateError(f"expected a ContextUpdate, got {type(update).__name__}")
         _check_source(source)
+        # Checked and copied again: whoever built the update may still hold its events' data.
+        logged = [LoggedEvent(event.type, event.data) for event in update.events]
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
@@ -422,8 +428,8 @@ class AgentContext:
             if source is not None:
                 data["source"] = source
             appended.append(self._append("context_update", data, update=metadata_ops))
-        for logged in update.events:
-            appended.append(self._append(logged.type, dict(logged.data)))
+        for event in logged:
+            appended.append(self._append(event.type, event.data))
         return appended
 
     def replace_message(self, index: int, message: Message) -> Event | None:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from actors._logging import get_logger
-from actors.context._events import SURFACE_TYPES, is_custom_type
+from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
-from actors.context._json import JsonError, json_copy
+from actors.context._json import JsonDepthError, JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
@@ -52,11 +52,48 @@ class _Delete:
 
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    """An event that a `ContextUpdate` asks its agent to append to the log."""
+    """An event that a `ContextUpdate` asks its agent to append to the log.
+
+    Checked when it is built, like every operation: a bad event fails in the tool that made
+    it, and never reaches the log or the store.
+
+    Attributes:
+        type: A namespaced event type such as ``"app.note"``; names without a dot (``user_message``,
+            ``suspended``, ...) belong to the framework and are refused.
+        data: The payload: a mapping of plain JSON (copied, so later changes to the mapping
+            passed in do not leak into the log).
+
+    Raises:
+        InvalidUpdateError: A type that is not namespaced, or data that is not a mapping of
+            plain JSON (or nests more than 200 levels deep).
+    """
 
     type: str
     data: dict[str, Any]
     op: Literal["log_event"] = "log_event"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not is_custom_type(self.type):
+            raise InvalidUpdateError(
+                f"event type {self.type!r} cannot be logged by a tool: use a namespaced type such "
+                "as 'app.note' (names without a dot belong to the framework; messages are added "
+                "by the agent, not by log_event)"
+            )
+        if self.op != "log_event":
+            raise InvalidUpdateError(f"a LoggedEvent's op is 'log_event', got {self.op!r}")
+        if not isinstance(self.data, Mapping):
+            raise InvalidUpdateError(
+                f"the data of event {self.type!r} must be a mapping, got {type(self.data).__name__}"
+            )
+        try:
+            data = json_copy(dict(self.data), f"the data of event {self.type!r}")
+        except JsonDepthError as exc:
+            raise InvalidUpdateError(str(exc)) from None
+        except JsonError as exc:
+            raise InvalidUpdateError(
+                f"{exc}; event data is plain JSON (dict, list, str, int, float, bool, None)"
+            ) from None
+        object.__setattr__(self, "data", data)
 
 
 Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent
@@ -75,6 +112,8 @@ def _check_key(key: object) -> str:
 def _json(key: str, value: object) -> Any:
     try:
         return json_copy(value, f"value for key {key!r}")
+    except JsonDepthError as exc:
+        raise InvalidUpdateError(str(exc)) from None
     except JsonError as exc:
         raise InvalidUpdateError(
             f"{exc}; metadata holds plain JSON (dict, list, str, int, float, bool, None), "
@@ -177,15 +216,7 @@ class ContextUpdate:
                 the framework.
             data: The event's payload, plain JSON.
         """
-        if not isinstance(type, str) or type in SURFACE_TYPES or not is_custom_type(type):
-            raise InvalidUpdateError(
-                f"event type {type!r} cannot be logged by a tool: use a namespaced type such as "
-                "'app.note' (messages are added by the agent, not by log_event)"
-            )
-        if data is not None and not isinstance(data, Mapping):
-            raise InvalidUpdateError(f"the data of event {type!r} must be a mapping, got {data!r}")
-        payload = _json(type, dict(data or {}))
-        return ContextUpdate((*self._ops, LoggedEvent(type, payload)))
+        return ContextUpdate((*self._ops, LoggedEvent(type, {} if data is None else data)))  # type: ignore[arg-type]
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors._logging import get_logger
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent
 from actors.loop._outcome import render
@@ -14,8 +13,6 @@ from actors.loop._subagent_calls import child_outcome, child_tool_context
 from actors.loop._types import ChildFinished, Effect, RunChild, ToolOutcome
 
 __all__ = ["ChildrenMixin"]
-
-_log = get_logger("actors.agent")
 
 
 class ChildrenMixin(_LoopCore):
@@ -81,9 +78,8 @@ class ChildrenMixin(_LoopCore):
             try:
                 tool_context = child_tool_context(subagent, self.tool_context)
             except Exception as exc:  # the user's narrowing function: the child never starts
-                _log.warning(
+                self.log.warning(
                     "narrowing a subagent's tool_context failed",
-                    agent_id=ctx.agent_id,
                     subagent=subagent.tool_name,
                     exc_info=exc,
                 )
@@ -137,7 +133,7 @@ class ChildrenMixin(_LoopCore):
         run = self._run
         slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
         if slot is None or slot.child_id != message.child_id or slot.state != "running":
-            _log.info("late child result discarded", child_id=message.child_id)
+            self.log.info("late child result discarded", child_id=message.child_id)
             return []
         assert run is not None
         result = message.result

@@ -19,7 +19,7 @@ from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
-from actors._logging import get_logger
+from actors._safe import exception_message, exception_text
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._json import json_copy
@@ -87,8 +87,6 @@ from actors.models._model import Model, ModelRequest, ToolDefinition
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
 _NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
-
-_log = get_logger("actors.agent")
 
 
 class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
@@ -299,8 +297,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             text = function(run_ctx)
         except Exception as exc:  # the user's function: its failure ends the run, typed
             error = RunFailedError(
-                f"agent {ctx.agent_id!r}: its instructions function failed: "
-                f"{type(exc).__name__}: {exc}"
+                f"agent {ctx.agent_id!r}: its instructions function failed: {exception_text(exc)}"
             )
             error.__cause__ = exc
             return error
@@ -389,7 +386,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
-            _log.debug("late model reply discarded", agent_id=self.ctx.agent_id)
+            self.log.debug("late model reply discarded", step=message.step)
             return []
         if not run.awaiting_model:
             return []
@@ -399,7 +396,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             error = message.error or RuntimeError("model returned nothing")
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
-                f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
+                f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
             )
             failure.__cause__ = error
             return self._fail(failure, reason="error")
@@ -461,7 +458,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         for call in calls:
             if call.id in seen:
                 # A provider bug; answering the first is all a transcript can hold.
-                _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
+                self.log.warning("duplicate tool call id ignored", tool_call_id=call.id)
                 continue
             seen.add(call.id)
             if final_given:
@@ -604,9 +601,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         run = self._run
         slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
         if slot is None or slot.state != "running":
-            _log.info(
-                "late tool result discarded", agent_id=self.ctx.agent_id, tool_call_id=call_id
-            )
+            self.log.info("late tool result discarded", tool_call_id=call_id)
             return []
         if outcome.pending is not None:
             self._park(slot, outcome.pending)
@@ -756,7 +751,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         assert run is not None
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
-        self.ctx._record("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx._record(
+            "error", {"type": type(error).__name__, "message": exception_message(error)}
+        )
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
             error.messages = tuple(self.ctx.messages)

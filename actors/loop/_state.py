@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from actors._logging import LazyLogger, get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._messages import ToolCall, UserMessage
@@ -26,6 +27,8 @@ __all__ = [
 ]
 
 LoopStatus = Literal["idle", "running", "suspended"]
+
+_log = get_logger("actors.agent")
 
 NOT_EXECUTED = "Tool call was not executed: {reason}"
 INTERRUPTED = "Tool call was interrupted before it finished (it may have had effects): {reason}"
@@ -123,6 +126,12 @@ class _LoopCore:
     @property
     def status(self) -> LoopStatus:
         raise NotImplementedError
+
+    @property
+    def log(self) -> LazyLogger:
+        """The agent's logger, with its ids bound (and the run's, while one is in progress)."""
+        run_id = self._run.run_id if self._run is not None else self.ctx.run_id
+        return _log.bind(agent_id=self.ctx.agent_id, parent_id=self.ctx.parent_id, run_id=run_id)
 
     def next_run_id(self) -> str:
         raise NotImplementedError

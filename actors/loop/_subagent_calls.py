@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from actors._safe import exception_text
 from actors.context._read_only import read_only
 from actors.loop._agent import Subagent
 from actors.loop._outcome import render
@@ -78,7 +79,7 @@ def child_outcome(name: str, message: ChildFinished) -> ToolOutcome:
     """The parent's tool result for a child's run that ended (not suspended)."""
     result, error = message.result, message.error
     if error is not None or result is None:
-        cause = f"{type(error).__name__}: {error}" if error is not None else "no result"
+        cause = exception_text(error) if error is not None else "no result"
         return ToolOutcome(
             f"Subagent {name!r} ({message.child_id}) failed: {cause}", True, output=None
         )

@@ -18,6 +18,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._run_context import RunContext
 from actors.exceptions import Cancelled, UserError
 from actors.loop._outcome import outcome_of_error, render
@@ -224,7 +225,7 @@ class MCPConnection:
                 async with asyncio.timeout(self.server.timeout):
                     await self._list(client)
             except Exception as exc:  # the old list stays; the next change tries again
-                self._log.warning("could not list the tools again", error=repr(exc))
+                self._log.warning("could not list the tools again", error=exception_text(exc))
                 return
             if not self._relist_again:
                 return
@@ -274,8 +275,7 @@ class MCPConnection:
                 except Exception as exc:  # cannot start or reach the server: tell the model
                     error = _unwrap(exc)
                     return ToolOutcome(
-                        f"The MCP server {server!r} could not be reached: "
-                        f"{type(error).__name__}: {error}",
+                        f"The MCP server {server!r} could not be reached: {exception_text(error)}",
                         is_error=True,
                     )
                 try:

@@ -26,6 +26,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._result import RunResult
 from actors.exceptions import RunError, UserError
 from actors.loop._agent import Agent
@@ -191,7 +192,7 @@ class _AgentTool:
                 functools.partial(runtime.spawn, self.agent, tool_context=self.tool_context)
             )
         except Exception as exc:  # a spec whose MCP servers fail to open, say
-            return _error(f"the agent could not start: {type(exc).__name__}: {exc}")
+            return _error(f"the agent could not start: {exception_text(exc)}")
         return await self._go_on(ref, ctx, self._run(ref, task))
 
     async def _run(self, ref: AgentRef[Any], task: str) -> RunResult[Any]:

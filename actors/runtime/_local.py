@@ -103,6 +103,8 @@ class LocalHost:
         self._reserved: set[str] = set()  # ids handed out, not yet registered
         self._counters: dict[str, int] = {}  # the next suffix of each name used
         self._closed = False
+        # Hold each session this host runs (SessionStore.acquire), so no other process writes it.
+        self.exclusive = True
         self._all_stopped = threading.Event()  # set once shutdown has stopped every agent
         self.virtual = Passivation(self, idle_after)
 
@@ -253,23 +255,47 @@ class LocalHost:
                 self.unreserve(agent_id)
                 raise
             node.buffer.extend(context.events)  # the initial metadata, logged before spawn
-        self.start(node, self.new_loop(node, context))
+        try:
+            self.start(node, self.new_loop(node, context))
+        except BaseException:
+            if store is not None and tree.session_id is not None:
+                self.release_session(store, tree.session_id)
+            raise
         return node
 
     def _open_session(
         self, tree: Tree, node: AgentNode, store: SessionStore, session_id: str | None
     ) -> None:
         tree.session_id = tree.incarnation = session_id or uuid.uuid4().hex
-        store.create_session(
-            tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
-        )
-        # A fresh context's events would collide with the stored ones at every seq.
-        if store.last_seq(tree.session_id, node.agent_id) >= 0:
-            raise UserError(
-                f"session {tree.session_id!r} already holds agent {node.agent_id!r}; continue "
-                "it with Runtime.restore or Runtime.open_session, or spawn with another "
-                "session_id"
+        # This process becomes the session's only writer (another holding it is refused here,
+        # before anything is written); a session live here already is held already.
+        claimed = self.session_root(store, tree.session_id) is None and self.exclusive
+        if claimed:
+            store.acquire(tree.session_id)
+        try:
+            store.create_session(
+                tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
             )
+            # A fresh context's events would collide with the stored ones at every seq.
+            if store.last_seq(tree.session_id, node.agent_id) >= 0:
+                raise UserError(
+                    f"session {tree.session_id!r} already holds agent {node.agent_id!r}; "
+                    "continue it with Runtime.restore or Runtime.open_session, or spawn with "
+                    "another session_id"
+                )
+        except BaseException:
+            if claimed:
+                store.release(tree.session_id)
+            raise
+
+    def release_session(self, store: SessionStore, session_id: str) -> None:
+        """Stop holding a session (its root stopped, or it sleeps); a failure is only logged."""
+        if not self.exclusive:
+            return
+        try:
+            store.release(session_id)
+        except Exception:
+            _log.exception("could not release a session", session_id=session_id)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -673,6 +699,7 @@ class LocalHost:
             else:
                 cell = None
             passivating = self.virtual.passivating(node.agent_id)
+            released = None
             if (
                 node.parent_id is None
                 and node.session_id
@@ -680,12 +707,15 @@ class LocalHost:
                 and self.sessions.get(node.session_id, (None, ""))[1] == node.agent_id
             ):
                 del self.sessions[node.session_id]
+                released = node.tree.store
             if not passivating:
                 node.tree.remember(Tombstone.of(node))
             if self._closed and not self.nodes:
                 self._all_stopped.set()
         if cell is not None:
             self.effects.release(cell.loop.model)
+        if released is not None and node.session_id is not None:
+            self.release_session(released, node.session_id)
         self.virtual.forget(node)
 
     def shutdown(self, timeout: float) -> None:

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
-from actors.exceptions import AgentDefinitionError, UserError
+from actors.exceptions import (
+    AgentDefinitionError,
+    CorruptStoreError,
+    SerializationError,
+    UserError,
+)
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
@@ -84,6 +89,36 @@ def restore_tree(
     Only the agents that come back to life (the root, every suspended agent and every kept
     child) need their specs; agents that ended are shown in the tree from their records.
     """
+    if getattr(host, "exclusive", False):
+        store.acquire(session_id)  # this process becomes its only writer, or nothing happens
+    try:
+        return _restore(
+            host,
+            session_id,
+            store=store,
+            agents=agents,
+            tool_context=tool_context,
+            approval_handler=approval_handler,
+            listeners=listeners,
+            activated=activated,
+        )
+    except BaseException:
+        if getattr(host, "exclusive", False):
+            store.release(session_id)
+        raise
+
+
+def _restore(
+    host: RestoreHost,
+    session_id: str,
+    *,
+    store: SessionStore,
+    agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+    tool_context: Any,
+    approval_handler: ApprovalHandler | None,
+    listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None,
+    activated: bool,
+) -> AgentNode:
     stored = store.load(session_id)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}
@@ -128,7 +163,10 @@ def restore_tree(
             except Exception as exc:
                 narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
                 node_tool_context = None
-        ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        try:
+            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        except SerializationError as exc:  # only the restore knows which session it was
+            raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
             ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
@@ -148,6 +186,12 @@ def restore_tree(
         if parent is not None:
             parent.children.append(record.agent_id)
         nodes[record.agent_id] = node
+    if stored.root_agent_id not in nodes:  # a root skipped above: its record names a parent
+        raise CorruptStoreError(
+            f"session {session_id!r}: the record of its root agent {stored.root_agent_id!r} "
+            f"names a parent ({by_id[stored.root_agent_id].record.parent_id!r}); the store is "
+            "damaged"
+        )
     tree.next_position(after=max((r.position for r in records.values()), default=0))
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child

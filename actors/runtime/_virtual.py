@@ -345,9 +345,14 @@ class Passivation:
                 return
             dormant.statuses = {m.agent_id: m.status for m in members}
             dormant.state = "dormant"
-            if dormant.waiting:
+            waking = bool(dormant.waiting)
+            if waking:
                 dormant.state = "activating"
                 self._submit(lambda: self._activate(dormant))
+        if not waking:
+            # Asleep, the session may be woken by another process (a service behind a load
+            # balancer): this one holds it again when it wakes it.
+            host.release_session(dormant.store, dormant.session_id)
 
     def _lift(self, dormant: Dormant) -> None:
         """Undo a fence: the waiting messages go to the live agents, in order."""

@@ -405,6 +405,4 @@ def test_an_overlay_written_by_an_older_version_is_not_read_back(clock: FakeCloc
     assert restored.system_prompt == "logged"  # the log says what was logged
     assert restored.system_prompt_overlay is None  # the code that runs now puts its own
     v1 = {"version": 1, "messages": [{"role": "user", "content": "hi"}], "system_prompt": "x"}
-    assert AgentContext.deserialize(v1, clock=clock).model_messages() == [
-        UserMessage(content="hi")
-    ]
+    assert AgentContext.deserialize(v1, clock=clock).model_messages() == [UserMessage(content="hi")]

@@ -55,7 +55,7 @@ def test_a_process_exits_promptly_although_a_tool_never_returns() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "gave up"
+    assert done.stdout == "gave up\n"  # and the library, not configured, printed nothing
 
 
 def test_stuck_tools_do_not_take_the_slots_healthy_tools_need() -> None:

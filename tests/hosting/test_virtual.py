@@ -239,3 +239,34 @@ def test_a_process_killed_while_its_agents_sleep_loses_nothing(tmp_path: Path) -
         }
     for user, result in results.items():
         assert [m.content for m in result.messages] == [f"hello {user}", "one", "again", "two"]
+
+
+def test_a_tree_suspended_below_its_root_sleeps_and_resumes_at_depth() -> None:
+    @tool
+    def ask_user(ctx: RunContext[Any]) -> Any:
+        """Ask the user."""
+        if ctx.answer is None:
+            return Pending(Request(kind="input", prompt="which city?"))
+        return f"city: {ctx.answer.data}"
+
+    child = Agent("helper", model=ScriptedModel([call("ask_user"), "Oslo it is"]), tools=[ask_user])
+    lead = Agent(
+        "lead",
+        model=ScriptedModel([call("helper", task="pick a city"), "done: Oslo"]),
+        subagents=[child],
+    )
+    with MemoryStore() as store, Runtime() as rt:
+        ref = rt.spawn(lead, store=store)
+        suspended = ref.run("go", timeout=BOUND)
+        assert suspended.status == "suspended"
+        (request,) = suspended.requests
+        assert request.path == ("lead", "lead-sub-1")
+        assert ref.passivate()
+        assert rt.live_agents() == 0
+        assert {n.agent_id: n.status for n in ref.tree().walk()} == {
+            "lead": "suspended",
+            "lead-sub-1": "suspended",
+        }
+        result = ref.resume({request.id: Answer(data="Oslo")}, timeout=BOUND)
+    assert result.output == "done: Oslo"
+    assert result.messages[-2].content == "Oslo it is"

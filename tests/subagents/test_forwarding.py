@@ -66,9 +66,7 @@ def test_child_sees_the_same_tool_context_and_the_metadata_as_at_spawn(rt: Runti
 
 def test_child_starts_with_a_fresh_log_of_its_system_prompt_and_task(rt: Runtime) -> None:
     child_model = ScriptedModel(["done"])
-    child = Agent(
-        "worker", system_prompt="You work.", instructions="Be brief.", model=child_model
-    )
+    child = Agent("worker", system_prompt="You work.", instructions="Be brief.", model=child_model)
     parent = Agent(
         "boss",
         system_prompt="You lead.",

@@ -5,12 +5,23 @@ CI runs ``mypy --strict tests/typecheck``; a change that loses a type fails ther
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import assert_type
 
 from pydantic import BaseModel
 
-from actors import Agent, ContextUpdate, RunContext, RunResult, Runtime, Subagent, tool
+from actors import (
+    Agent,
+    ContextUpdate,
+    LoggedEvent,
+    RunContext,
+    RunResult,
+    Runtime,
+    Subagent,
+    configure_logging,
+    tool,
+)
 from actors.testing import ScriptedModel
 
 
@@ -69,6 +80,8 @@ agent: Agent[Weather] = Agent(
 
 def main() -> None:
     """Spawn, run, read typed output."""
+    configure_logging("DEBUG", format="json", stream=sys.stderr, tracebacks=False)
+    assert_type(LoggedEvent("app.note", {"n": 1}).type, str)
     with Runtime(default_model="test") as runtime:
         ref = runtime.spawn(agent, tool_context=Deps(user_id=1))
         result = ref.run("Weather in Paris?")
