@@ -55,6 +55,7 @@ from actors.runtime._host import (
     settle,
 )
 from actors.runtime._node import AgentNode
+from actors.runtime._observer import notify_release
 
 __all__ = ["AgentCell"]
 
@@ -382,6 +383,7 @@ class AgentCell:
                 self.host.tell(reply.parent_id, DelegateDone(reply, None, error, Usage()))
         self.waiting.clear()
         self.persist()
+        notify_release(node, how)
         self.host.agent_stopped(node)
 
 

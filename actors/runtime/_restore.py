@@ -23,6 +23,7 @@ from actors.loop._subagent_calls import child_tool_context
 from actors.loop._types import SendMessage
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
+from actors.runtime._observer import current_observer, notify_restore
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
 
@@ -292,6 +293,8 @@ def _restore(
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
+            if current_observer() is not None:  # parents first: a child's spans find its parent's
+                notify_restore(node, ctx.events)
             host.reserve(agent_id)
             host.start(node, loop)
             started.append(node)

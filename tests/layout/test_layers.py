@@ -28,6 +28,7 @@ FLOORS: dict[str, int] = {
     "mcp": 5,
     "__init__": 5,
     "trace": 6,
+    "otel": 6,
     "cli": 7,
 }
 
