@@ -240,8 +240,12 @@ class LocalHost:
         store: SessionStore | None,
         session_id: str | None,
         approval_handler: ApprovalHandler | None,
+        new_session: bool = False,
     ) -> AgentNode:
-        """Start a root agent under a reserved id."""
+        """Start a root agent under a reserved id.
+
+        ``new_session``: the store was just seen not to hold the session (no second look).
+        """
         context = AgentContext(
             agent_id,
             name=agent.name,
@@ -253,7 +257,7 @@ class LocalHost:
         node = AgentNode(agent_id, agent.name, None, 0, agent, tool_context, tree)
         if store is not None:
             try:
-                self._open_session(tree, node, store, session_id)
+                self._open_session(tree, node, store, session_id, new_session)
             except BaseException:
                 self.unreserve(agent_id)
                 raise
@@ -267,7 +271,12 @@ class LocalHost:
         return node
 
     def _open_session(
-        self, tree: Tree, node: AgentNode, store: SessionStore, session_id: str | None
+        self,
+        tree: Tree,
+        node: AgentNode,
+        store: SessionStore,
+        session_id: str | None,
+        new_session: bool = False,
     ) -> None:
         tree.session_id = tree.incarnation = session_id or uuid.uuid4().hex
         # This process becomes the session's only writer (another holding it is refused here,
@@ -280,7 +289,7 @@ class LocalHost:
                 tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
             )
             # A fresh context's events would collide with the stored ones at every seq.
-            if store.last_seq(tree.session_id, node.agent_id) >= 0:
+            if not new_session and store.last_seq(tree.session_id, node.agent_id) >= 0:
                 raise UserError(
                     f"session {tree.session_id!r} already holds agent {node.agent_id!r}; "
                     "continue it with Runtime.restore or Runtime.open_session, or spawn with "

@@ -25,13 +25,13 @@ def persist(node: AgentNode) -> None:
     store, session_id = node.tree.store, node.tree.session_id
     if store is None or session_id is None:
         return
-    if node.saved_status is None:  # a store knows an agent before its events
-        store.put_agent(session_id, record_of(node))
-        node.saved_status = node.status
+    # A new agent, or a new status, goes with the events in one write when there are some.
+    record = record_of(node) if node.status != node.saved_status else None
     if node.buffer:
         batch = list(node.buffer)
-        store.append_events(session_id, node.agent_id, batch)
+        store.append_events(session_id, node.agent_id, batch, record=record)
         del node.buffer[: len(batch)]
-    if node.status != node.saved_status:
-        store.put_agent(session_id, record_of(node))
-        node.saved_status = node.status
+    elif record is not None:
+        store.put_agent(session_id, record)
+    if record is not None:
+        node.saved_status = record.status

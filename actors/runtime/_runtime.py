@@ -188,6 +188,28 @@ class Runtime:
                 passivates idle agents (``idle_after``) and no store was given, or an agent of
                 the tree has no model (see ``default_model``).
         """
+        return self._spawn(
+            agent,
+            tool_context=tool_context,
+            metadata=metadata,
+            agent_id=agent_id,
+            store=store,
+            session_id=session_id,
+            approval_handler=approval_handler,
+        )
+
+    def _spawn(
+        self,
+        agent: Agent[OutputT],
+        *,
+        tool_context: Any,
+        metadata: Mapping[str, Any] | None,
+        agent_id: str | None,
+        store: SessionStore | None,
+        session_id: str | None,
+        approval_handler: ApprovalHandler | None,
+        new_session: bool = False,
+    ) -> AgentRef[OutputT]:
         host = self._host
         if host.closing:
             raise UserError("this runtime is shut down; create a new Runtime")
@@ -213,6 +235,7 @@ class Runtime:
             store=store,
             session_id=session_id,
             approval_handler=approval_handler,
+            new_session=new_session,
         )
         ref: AgentRef[OutputT] = AgentRef.of(host, node)
         return ref
@@ -261,7 +284,7 @@ class Runtime:
                 tool_context=tool_context,
                 approval_handler=approval_handler,
             )
-        return self.spawn(
+        return self._spawn(
             agent,
             tool_context=tool_context,
             metadata=metadata,
@@ -269,6 +292,7 @@ class Runtime:
             store=store,
             session_id=session_id,
             approval_handler=approval_handler,
+            new_session=True,  # just seen not to be in the store: no second look
         )
 
     def restore(

@@ -26,6 +26,7 @@ from actors.store._records import AgentRecord, StoredAgent
 __all__ = [
     "EncodedEvent",
     "check_id",
+    "check_own_record",
     "check_record",
     "context_blob",
     "decode_data",
@@ -172,6 +173,19 @@ def _same(kept: tuple[str, str], event: EncodedEvent) -> bool:
     if kept_type != event.type:
         return False
     return kept_data == event.data or json.loads(kept_data) == json.loads(event.data)
+
+
+def check_own_record(record: object, agent_id: str) -> None:
+    """Check the ``record`` given to ``append_events`` is the appending agent's.
+
+    Raises:
+        UserError: It is not an `AgentRecord`, or it is another agent's.
+    """
+    if check_record(record).agent_id != agent_id:
+        raise UserError(
+            f"append_events for agent {agent_id!r} was given the record of agent "
+            f"{check_record(record).agent_id!r}; pass the appending agent's own record"
+        )
 
 
 def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from actors.exceptions import SessionNotFoundError, StoreError
 from actors.store._batch import (
     EncodedEvent,
     check_id,
+    check_own_record,
     check_record,
     context_blob,
     decode_log,
@@ -161,23 +162,38 @@ class MemoryStore(SessionStore):
             session.logs.setdefault(record.agent_id, [])
             session.updated_at = self._now()
 
-    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+    def append_events(
+        self,
+        session_id: str,
+        agent_id: str,
+        events: Sequence[Event],
+        *,
+        record: AgentRecord | None = None,
+    ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)
+        if record is not None:
+            check_own_record(record, agent_id)
         with self._lock:
             session = self._session(session_id)
             self._check_writer(session_id)
             log = session.logs.get(agent_id)
-            if log is None:
+            if log is None and record is None:
                 raise StoreError(
                     f"agent {agent_id!r} is not part of session {session_id!r}; "
                     "put_agent() it before appending its events"
                 )
+            known: list[EncodedEvent] = log if log is not None else []
 
             def stored(first: int, last: int) -> dict[int, tuple[str, str]]:
-                return {e.seq: (e.type, e.data) for e in log[first : last + 1]}
+                return {e.seq: (e.type, e.data) for e in known[first : last + 1]}
 
-            fresh = new_events(session_id, agent_id, batch, len(log) - 1, stored)
+            # Checked before anything changes: a refused batch leaves the record unput too.
+            fresh = new_events(session_id, agent_id, batch, len(known) - 1, stored)
+            if record is not None:
+                session.agents[record.agent_id] = record
+                session.updated_at = self._now()
+            log = session.logs.setdefault(agent_id, known)
             if fresh:
                 log.extend(fresh)
                 session.event_count += len(fresh)

@@ -17,6 +17,7 @@ from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreErro
 from actors.store._batch import (
     EncodedEvent,
     check_id,
+    check_own_record,
     check_record,
     encode_data,
     encode_events,
@@ -200,15 +201,7 @@ class PostgresStore(SessionStore):
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
         check_record(record)
-        params = {
-            "session": session_id,
-            "agent": record.agent_id,
-            "parent": record.parent_id,
-            "name": record.name,
-            "status": record.status,
-            "position": record.position,
-            "now": self._now(),
-        }
+        params = self._agent_params(session_id, record)
 
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
@@ -218,11 +211,20 @@ class PostgresStore(SessionStore):
 
         self._open().run("putting an agent", work)
 
-    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+    def append_events(
+        self,
+        session_id: str,
+        agent_id: str,
+        events: Sequence[Event],
+        *,
+        record: AgentRecord | None = None,
+    ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)
+        if record is not None:
+            check_own_record(record, agent_id)
         params = self._holds.params(session_id, agent=agent_id, now=self._now())
-        if batch:
+        if batch and record is None:
             # The common case in one round trip: the batch continues the stored log. Here: is
             # it contiguous, from a seq >= 0? The server checks that it starts where the log
             # ends, and appends it, or says why not.
@@ -254,6 +256,9 @@ class PostgresStore(SessionStore):
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
                 raise self._missing(session_id)
+            if record is not None:  # in this transaction: refused with the events, or not
+                self._holds.check_writer(conn, session_id)
+                conn.execute(self._sql.put_agent, self._agent_params(session_id, record))
             head = conn.execute(self._sql.append_head, params).fetchone()
             known, last, host, pid = head or (False, None, None, None)
             if pid is not None:
@@ -271,6 +276,17 @@ class PostgresStore(SessionStore):
                 )
 
         self._open().run("appending events", work)
+
+    def _agent_params(self, session_id: str, record: AgentRecord) -> dict[str, Any]:
+        return {
+            "session": session_id,
+            "agent": record.agent_id,
+            "parent": record.parent_id,
+            "name": record.name,
+            "status": record.status,
+            "position": record.position,
+            "now": self._now(),
+        }
 
     @staticmethod
     def _columns(batch: Sequence[EncodedEvent]) -> dict[str, list[Any]]:

@@ -77,13 +77,24 @@ class SessionStore(Protocol):
         """
         ...
 
-    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+    def append_events(
+        self,
+        session_id: str,
+        agent_id: str,
+        events: Sequence[Event],
+        *,
+        record: AgentRecord | None = None,
+    ) -> None:
         """Append a batch of events to an agent's log, in one transaction.
 
         The batch is durable (as the store's durability mode defines) when the call returns.
         Seqs must continue the stored log without gaps. An event whose seq is already stored
         with the same ``type`` and ``data`` is skipped, so re-appending after a crash is
         harmless.
+
+        With ``record`` (the same agent's), the agent is put first, as by `put_agent`: a new
+        agent with its first events, or a status with the events that changed it, is written
+        together, in the same transaction, and nothing of either when the call fails.
 
         Raises:
             SessionNotFoundError: The session does not exist.
@@ -92,7 +103,8 @@ class SessionStore(Protocol):
             StoreError: The agent was never put (`put_agent` it first); a gap in the seqs; or an
                 event that differs from the one stored at its seq. Nothing of the batch is
                 written.
-            UserError: An item that is not an `Event`, or a payload that is not plain JSON.
+            UserError: An item that is not an `Event`, a payload that is not plain JSON, or a
+                ``record`` of another agent.
         """
         ...
 

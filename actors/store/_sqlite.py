@@ -16,6 +16,7 @@ from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreErro
 from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
     check_id,
+    check_own_record,
     check_record,
     decode_data,
     decode_time,
@@ -211,32 +212,46 @@ class SQLiteStore(SessionStore):
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
         check_record(record)
         with self._transaction("putting an agent") as conn:
-            if not self._exists(conn, session_id):
-                raise self._missing(session_id)
-            self._check_writer(conn, session_id)
-            conn.execute(
-                "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (session_id, agent_id) DO UPDATE SET parent_id = excluded.parent_id,"
-                " name = excluded.name, status = excluded.status, position = excluded.position",
-                (
-                    session_id,
-                    record.agent_id,
-                    record.parent_id,
-                    record.name,
-                    record.status,
-                    record.position,
-                ),
-            )
-            conn.execute(
-                "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
-                (self._now(), session_id),
-            )
+            self._put(conn, session_id, record)
 
-    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+    def _put(self, conn: sqlite3.Connection, session_id: str, record: AgentRecord) -> None:
+        if not self._exists(conn, session_id):
+            raise self._missing(session_id)
+        self._check_writer(conn, session_id)
+        conn.execute(
+            "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
+            " VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (session_id, agent_id) DO UPDATE SET parent_id = excluded.parent_id,"
+            " name = excluded.name, status = excluded.status, position = excluded.position",
+            (
+                session_id,
+                record.agent_id,
+                record.parent_id,
+                record.name,
+                record.status,
+                record.position,
+            ),
+        )
+        conn.execute(
+            "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
+            (self._now(), session_id),
+        )
+
+    def append_events(
+        self,
+        session_id: str,
+        agent_id: str,
+        events: Sequence[Event],
+        *,
+        record: AgentRecord | None = None,
+    ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         batch = encode_events(session_id, agent_id, events)  # outside the lock: pure CPU
+        if record is not None:
+            check_own_record(record, agent_id)
         with self._transaction("appending events") as conn:
+            if record is not None:
+                self._put(conn, session_id, record)  # rolled back with the events on failure
             # One query: no row when the agent was never put, else its highest seq (or None).
             row = conn.execute(
                 "SELECT (SELECT MAX(seq) FROM events AS e"

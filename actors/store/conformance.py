@@ -271,6 +271,58 @@ class StoreConformance(OwnershipConformance):
         with pytest.raises(StoreError, match="put_agent"):
             store.append_events("s1", "ghost", self._events("ghost", 0, 1))
 
+    def test_append_with_a_record_puts_the_agent_with_its_events(self, store: SessionStore) -> None:
+        """A new agent and its first events, then a status and its events, in one call each."""
+        store.create_session("s1", root_agent_id="root")
+        store.append_events(
+            "s1",
+            "root",
+            self._events("root", 0, 2),
+            record=AgentRecord("root", None, "assistant", "running"),
+        )
+        store.append_events(
+            "s1",
+            "root",
+            self._events("root", 2, 2),
+            record=AgentRecord("root", None, "assistant", "idle"),
+        )
+        (agent,) = store.load("s1").agents
+        assert agent.record.status == "idle"
+        assert [e["seq"] for e in agent.context["events"]] == [0, 1, 2, 3]
+
+    def test_a_refused_append_puts_no_record(self, store: SessionStore) -> None:
+        """A batch refused (a gap here) leaves the agent's record as it was, or absent."""
+        store.create_session("s1", root_agent_id="root")
+        with pytest.raises(StoreError):
+            store.append_events(
+                "s1",
+                "root",
+                self._events("root", 3, 1),
+                record=AgentRecord("root", None, "assistant", "running"),
+            )
+        assert store.load("s1").agents == ()
+        store.put_agent("s1", AgentRecord("root", None, "assistant", "idle"))
+        with pytest.raises(StoreError):
+            store.append_events(
+                "s1",
+                "root",
+                self._events("root", 3, 1),
+                record=AgentRecord("root", None, "assistant", "failed"),
+            )
+        assert store.load("s1").agents[0].record.status == "idle"
+
+    def test_append_with_another_agents_record_is_refused(self, store: SessionStore) -> None:
+        """The record given to append_events must be the appending agent's own."""
+        self._session(store)
+        with pytest.raises(UserError, match="record of agent 'other'"):
+            store.append_events(
+                "s1",
+                "root",
+                self._events("root", 0, 1),
+                record=AgentRecord("other", None, "x", "idle"),
+            )
+        assert store.last_seq("s1", "root") == -1
+
     def test_logs_are_per_session_and_agent(self, store: SessionStore) -> None:
         """The same agent id in two sessions has two independent logs."""
         self._session(store, "s1")

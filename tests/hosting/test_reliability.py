@@ -182,11 +182,18 @@ class _FailingOnce(MemoryStore):
         super().__init__()
         self.fail = True
 
-    def put_agent(self, session_id: str, record: Any) -> None:
+    def _trip(self) -> None:
         if self.fail:
             self.fail = False
             raise StoreError("disk full")
+
+    def put_agent(self, session_id: str, record: Any) -> None:
+        self._trip()
         super().put_agent(session_id, record)
+
+    def append_events(self, session_id: str, agent_id: str, events: Any, **kw: Any) -> None:
+        self._trip()
+        super().append_events(session_id, agent_id, events, **kw)
 
 
 def test_a_spawn_the_store_refused_leaves_nothing_behind_and_can_be_retried() -> None:

@@ -31,8 +31,10 @@ def tell(ctx: RunContext[Any], to: str, text: str) -> tuple[str, ContextUpdate]:
 class CrashAfterSend(SQLiteStore):
     """Dies as soon as a `message_sent` event is durable, before anyone can deliver it."""
 
-    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
-        super().append_events(session_id, agent_id, events)
+    def append_events(
+        self, session_id: str, agent_id: str, events: Sequence[Event], **kw: Any
+    ) -> None:
+        super().append_events(session_id, agent_id, events, **kw)
         if any(e.type == "message_sent" for e in events):
             os._exit(17)
 

@@ -281,10 +281,10 @@ def test_a_tool_never_runs_when_its_call_cannot_be_written() -> None:
     ran: list[str] = []
 
     class Failing(MemoryStore):
-        def append_events(self, session_id: str, agent_id: str, events: Any) -> None:
+        def append_events(self, session_id: str, agent_id: str, events: Any, **kw: Any) -> None:
             if any(isinstance(e, Event) and e.type == "tool_call" for e in events):
                 raise StoreError("disk full")
-            super().append_events(session_id, agent_id, events)
+            super().append_events(session_id, agent_id, events, **kw)
 
     @tool
     def side_effect() -> str:

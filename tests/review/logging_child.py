@@ -140,11 +140,11 @@ def scenarios(folder: Path) -> list[str]:
 
         writes = 0
 
-        def append_events(self, session_id: str, agent_id: str, events: Any) -> None:
+        def append_events(self, session_id: str, agent_id: str, events: Any, **kw: Any) -> None:
             FailingStore.writes += 1
             if FailingStore.writes > 1:
                 raise StoreError("the disk is full")
-            super().append_events(session_id, agent_id, events)
+            super().append_events(session_id, agent_id, events, **kw)
 
     def failing_model(messages: Any, tools: Any) -> str:
         raise RuntimeError("the model is down")

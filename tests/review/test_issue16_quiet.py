@@ -75,11 +75,11 @@ class FullDisk(MemoryStore):
         super().__init__()
         self.writes = 0
 
-    def append_events(self, session_id: str, agent_id: str, events: Any) -> None:
+    def append_events(self, session_id: str, agent_id: str, events: Any, **kw: Any) -> None:
         self.writes += 1
         if self.writes > 1:
             raise StoreError("the disk is full")
-        super().append_events(session_id, agent_id, events)
+        super().append_events(session_id, agent_id, events, **kw)
 
 
 def _lines(out: io.StringIO) -> list[dict[str, Any]]:
