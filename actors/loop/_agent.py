@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, cast
+from typing import Any, Generic, Literal, cast
 
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
@@ -12,9 +12,14 @@ from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._tools import Tool
 from actors.models._model import Model, ModelSettings
 
-__all__ = ["Agent", "Subagent", "UsageLimits"]
+__all__ = ["PLACEMENTS", "Agent", "Placement", "Subagent", "UsageLimits"]
 
 OutputT = TypeVar("OutputT", default=str)
+
+Placement = Literal["parent", "spread"]
+"""Where a child is started by a host that spans processes: with its parent, or elsewhere."""
+
+PLACEMENTS: tuple[Placement, ...] = ("parent", "spread")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,9 @@ class Subagent:
         timeout: Seconds the child's run may take before it is cancelled (default 300).
         keep: Keep the child alive after its run, so later calls continue the same child
             context instead of starting a fresh one.
+        placement: Where a host that spans processes (`actors.ray.RayRuntime`) starts the
+            child: ``"parent"`` (default) on its parent's host, ``"spread"`` on another host.
+            A host of one process (`Runtime`) runs every child with its parent.
     """
 
     agent: Agent[Any]
@@ -56,6 +64,7 @@ class Subagent:
     input_type: type[Any] | None = None
     timeout: float = 300.0
     keep: bool = False
+    placement: Placement = "parent"
 
     @property
     def tool_name(self) -> str:
@@ -198,6 +207,7 @@ def _normalize_subagents(
                     entry.input_type,
                     entry.timeout,
                     entry.keep,
+                    entry.placement,
                 )
         else:
             raise AgentDefinitionError(
@@ -205,6 +215,11 @@ def _normalize_subagents(
             )
         if entry.timeout <= 0:
             raise AgentDefinitionError(f"agent {parent!r}: subagent timeouts must be positive")
+        if entry.placement not in PLACEMENTS:
+            raise AgentDefinitionError(
+                f"agent {parent!r}: subagent {entry.tool_name!r} has placement "
+                f"{entry.placement!r}; use one of {list(PLACEMENTS)}"
+            )
         if entry.input_type is not None:
             try:
                 TypeAdapter(entry.input_type).json_schema()

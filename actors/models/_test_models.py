@@ -155,6 +155,18 @@ class ScriptedModel:
             return None
         return _to_response(self._next(request), request, self._name)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray copies specs to other processes by pickling: a copy starts with its own lock and
+        # records its own requests.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        state["requests"] = []
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def remaining(self) -> int:
         """Replies not yet given (with ``per_agent``, the fewest any agent has left)."""
@@ -200,6 +212,10 @@ class FunctionModel:
         """The model's name."""
         return self._name
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy pickled for another process (Ray) records its own requests.
+        return {**self.__dict__, "requests": []}
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask the function for a reply."""
         self.requests.append(request)
@@ -233,6 +249,10 @@ class TestModel:
     def name(self) -> str:
         """The model's name."""
         return "test"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy pickled for another process (Ray) records its own requests.
+        return {**self.__dict__, "requests": []}
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Call the tools on the first request; answer once their results are in."""

@@ -1,0 +1,483 @@
+"""Children on other hosts: the stand-in a parent's host keeps, and the calls between hosts.
+
+A child placed on another host is, on its parent's host, an `AgentNode` whose actor is a
+`RemoteChild`: the `LocalHost` sends it messages as it would to a local child's actor, and the
+stand-in turns each into a Ray call to the child's host. A run (or a resumed run) of the child
+is one call that returns when the run ends, so its result comes back as the call's value and
+is delivered to the parent as the usual message (`ChildFinished`, `DelegateDone`); if the
+child's host dies, the call fails, and the parent gets a `HostLostError` instead. On the
+child's host, the child's answer to its parent (a message to an id that host does not hold)
+settles the waiting call (`HostPeers.send`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import itertools
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pykka
+
+from actors._logging import get_logger
+from actors.context._agent_context import AgentContext
+from actors.context._usage import Usage
+from actors.exceptions import ActorsError, HostLostError
+from actors.loop._agent import Agent, Subagent
+from actors.loop._loop import AgentLoop
+from actors.loop._recovery import open_turn, recover
+from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
+from actors.ray._wire import ChildEnd, TreeSeed, WireReply, portable_error
+from actors.runtime._host import DelegateDone, DelegateReply, ExpireRun, ParentReply, settle
+from actors.runtime._node import AgentNode
+from actors.runtime._stream import StreamEvent, TreeStream
+
+if TYPE_CHECKING:
+    from actors.ray._server import HostServer
+    from actors.store._protocol import SessionStore
+
+__all__ = ["Adopt", "ForwardStream", "HostPeers", "RemoteChild"]
+
+_log = get_logger("actors.ray")
+
+STREAM_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Adopt:
+    """A new child, as it travels to the host that will run it.
+
+    Attributes:
+        seed: What its tree shares (store, session, tool_context, approval handler).
+        parent_host: The index of its parent's host.
+        spec: Its spec.
+        context: Its context as its parent's host made it (first events already stored).
+        path: The agent ids from the root down to it.
+        depth: Its depth in the tree.
+        position: Its spawn position in the session.
+    """
+
+    seed: TreeSeed
+    parent_host: int
+    spec: Agent[Any]
+    context: dict[str, Any] = field(repr=False)
+    path: tuple[str, ...]
+    depth: int
+    position: int
+
+
+class _StopFuture:
+    """What ``RemoteChild.stop(block=False)`` returns: ``get`` waits, like pykka's future."""
+
+    def __init__(self, future: concurrent.futures.Future[Any] | None) -> None:
+        self._future = future
+
+    def get(self, timeout: float | None = None) -> None:
+        if self._future is not None:
+            with contextlib.suppress(Exception):
+                self._future.result(timeout)
+
+
+class RemoteChild:
+    """Takes the place of a child's actor on its parent's host; the child runs on ``host``.
+
+    Args:
+        peers: The parent host's peers.
+        host: The index of the child's host.
+        node: The parent host's record of the child.
+        adopt: What the child's host needs to start it (sent with its first run).
+    """
+
+    def __init__(self, peers: HostPeers, host: int, node: AgentNode, adopt: Adopt) -> None:
+        self.peers = peers
+        self.host = host
+        self.node = node
+        self._adopt: Adopt | None = adopt
+        self._alive = True
+        self.remote_alive = True  # whether the child's host still holds it
+        self._tokens: dict[int, str] = {}  # id(reply here) -> token of the waiting call
+        self._lock = threading.Lock()
+
+    # -- what the host calls, as on a pykka ActorRef --------------------------------------------
+
+    def is_alive(self) -> bool:
+        """Whether the child still counts as live here."""
+        return self._alive
+
+    def tell(self, message: Any) -> None:
+        """Send a message to the child on its host."""
+        if not self._alive:
+            raise pykka.ActorDeadError(f"{self.node.agent_id} is stopped")
+        if isinstance(message, StartRun | ResumeRun) and message.reply is not None:
+            self._start(message)
+        elif isinstance(message, ExpireRun):
+            with self._lock:
+                token = self._tokens.get(id(message.reply))
+            if token is not None:
+                self.peers.call(
+                    self.host, "child_expire", self.node.agent_id, token, message.timeout
+                )
+        else:
+            self.peers.call(self.host, "tell", self.node.agent_id, None, message)
+
+    def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Ask the child's host a question about it (blocking; never from an agent's turn)."""
+        import ray
+
+        from actors.runtime._host import Query
+
+        what = message.what if isinstance(message, Query) else str(message)
+        ref = self.peers.call(self.host, "query_now", self.node.agent_id, what)
+        return ray.get(ref, timeout=timeout).get()
+
+    def stop(self, block: bool = True, timeout: float | None = None) -> Any:
+        """Stop the child (on its host, if it still holds it) and forget it here."""
+        with self._lock:
+            if not self._alive:
+                return _StopFuture(None) if not block else None
+            self._alive = False
+            remote = self.remote_alive
+            self.remote_alive = False
+        future: concurrent.futures.Future[Any] | None = None
+        if remote:
+            future = self.peers.call(self.host, "stop", self.node.agent_id).future()
+        self.peers.server.local.agent_stopped(self.node)
+        if block:
+            _StopFuture(future).get(timeout)
+            return None
+        return _StopFuture(future)
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def _start(self, message: StartRun | ResumeRun) -> None:
+        reply = message.reply
+        node = self.node
+        token = uuid.uuid4().hex
+        if isinstance(reply, DelegateReply):
+            wire = WireReply(token, "delegate", reply.parent_id, reply.child_id)
+        else:
+            assert isinstance(reply, ParentReply)
+            wire = WireReply(
+                token, "parent", reply.parent_id, reply.child_id, reply.run_id, reply.call_id
+            )
+        bare = (
+            StartRun(message.prompt, message.run_id)
+            if isinstance(message, StartRun)
+            else ResumeRun(message.answers)
+        )
+        with self._lock:
+            self._tokens[id(reply)] = token
+            adopt, self._adopt = self._adopt, None
+        self.peers.waiting[token] = (self, reply)
+        ref = self.peers.call(
+            self.host,
+            "child_input",
+            adopt,
+            node.agent_id,
+            bare,
+            wire,
+            node.keep,
+            node.wants_deltas(),
+        )
+        ref.future().add_done_callback(lambda done: self.peers.ended(token, done))
+
+    def forget_token(self, reply: Any) -> None:
+        """The call for ``reply`` ended."""
+        with self._lock:
+            self._tokens.pop(id(reply), None)
+
+
+class ForwardStream(TreeStream):
+    """Sends a remote child's stream events to its parent's host, one batch at a time.
+
+    At most one batch is in flight, so batches arrive in order; the run's end waits for it
+    and carries what is left (`ChildEnd.events`), so the parent's stream shows the child's
+    events before the parent's own next ones.
+    """
+
+    def __init__(self, peers: HostPeers, host: int, parent_id: str) -> None:
+        super().__init__()
+        self._peers = peers
+        self._host = host
+        self._parent_id = parent_id
+        self._lock = threading.Lock()
+        self._events: list[StreamEvent] = []
+        self._in_flight: concurrent.futures.Future[Any] | None = None
+
+    def put(self, event: StreamEvent) -> None:
+        """Send the event now, or with the next batch if one is in flight."""
+        with self._lock:
+            self._events.append(event)
+            if self._in_flight is not None:
+                return
+        self._send()
+
+    def _send(self) -> None:
+        with self._lock:
+            if not self._events or self._in_flight is not None:
+                return
+            batch, self._events = tuple(self._events), []
+            flight = self._peers.call(self._host, "stream_in", self._parent_id, batch).future()
+            self._in_flight = flight
+
+        def sent(_done: concurrent.futures.Future[Any]) -> None:
+            with self._lock:
+                self._in_flight = None
+            self._send()
+
+        flight.add_done_callback(sent)
+
+    def then(self, finish: Any) -> None:
+        """Call ``finish(events left)`` once no batch is in flight."""
+        with self._lock:
+            flight = self._in_flight
+            if flight is None:
+                batch, self._events = tuple(self._events), []
+        if flight is None:
+            finish(batch)
+        else:
+            flight.add_done_callback(lambda _done: self.then(finish))
+
+
+class HostPeers:
+    """The `Peers` of one agent host: placement, stand-ins, and the calls between hosts.
+
+    Args:
+        server: The host this belongs to.
+        names: The Ray actor names of all hosts, by index.
+        namespace: Their Ray namespace.
+        placement: Where children go whose `Subagent` names no placement (and delegated ones).
+    """
+
+    def __init__(
+        self, server: HostServer, names: tuple[str, ...], namespace: str, placement: str
+    ) -> None:
+        self.server = server
+        self.names = names
+        self.namespace = namespace
+        self.placement = placement
+        self._handles: dict[int, Any] = {}
+        self._next = itertools.count(server.index + 1)
+        # On a parent's host: calls waiting for a remote child's run, by token.
+        self.waiting: dict[str, tuple[RemoteChild, Any]] = {}
+        # On a child's host: the runs a parent's host waits for.
+        self.runs: dict[str, tuple[Any, concurrent.futures.Future[ChildEnd]]] = {}
+        self._by_reply: dict[tuple[str, ...], str] = {}
+        self.forwards: dict[str, ForwardStream] = {}  # token -> stream of that run
+        self._lock = threading.Lock()
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def handle(self, index: int) -> Any:
+        """The Ray handle of host ``index`` (looked up by name once)."""
+        handle = self._handles.get(index)
+        if handle is None:
+            import ray
+
+            handle = ray.get_actor(self.names[index], namespace=self.namespace)
+            self._handles[index] = handle
+        return handle
+
+    def call(self, index: int, method: str, *args: Any) -> Any:
+        """Call ``method`` of host ``index``; returns the call's ObjectRef at once."""
+        return getattr(self.handle(index), method).remote(*args)
+
+    # -- Peers: placement ---------------------------------------------------------------------
+
+    def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
+        """A `RemoteChild` for a child that the placement puts on another host, else None."""
+        placement = (subagent.placement if subagent is not None else None) or self.placement
+        if placement != "spread" or len(self.names) < 2:
+            return None
+        host = next(self._next) % len(self.names)
+        if host == self.server.index:
+            return None  # its turn of the rotation is this host
+        seed = self.server.seed_of(child.tree)
+        adopt = Adopt(
+            seed=seed,
+            parent_host=self.server.index,
+            spec=child.spec,
+            context=loop.ctx.serialize(),
+            path=child.path,
+            depth=child.depth,
+            position=child.position,
+        )
+        return RemoteChild(self, host, child, adopt)
+
+    # -- Peers: messages to ids this host does not hold -----------------------------------------
+
+    def send(self, agent_id: str, message: Any) -> bool:
+        """A child of this host answered a parent of another: settle that host's call."""
+        if isinstance(message, ChildFinished):
+            key: tuple[str, ...] = ("parent", message.child_id, message.run_id, message.call_id)
+            end = ChildEnd(message.result, portable_error(message.error), message.tree_usage)
+        elif isinstance(message, DelegateDone):
+            key = ("delegate", message.reply.child_id)
+            end = ChildEnd(message.result, portable_error(message.error), message.tree_usage)
+        else:
+            return False
+        with self._lock:
+            token = self._by_reply.pop(key, None)
+            entry = self.runs.pop(token, None) if token is not None else None
+        if entry is None:
+            return False  # nobody waits any more (the parent's host died meanwhile)
+        forward = self.forwards.pop(token or "", None)
+        if forward is None:
+            settle(entry[1], result=end)
+        else:
+            future = entry[1]
+            forward.then(
+                lambda left: settle(
+                    future, result=ChildEnd(end.result, end.error, end.tree_usage, left)
+                )
+            )
+        return True
+
+    # -- on a child's host ----------------------------------------------------------------------
+
+    def child_input(
+        self,
+        adopt: Adopt | None,
+        child_id: str,
+        message: StartRun | ResumeRun,
+        wire: WireReply,
+        keep: bool,
+        stream: bool,
+    ) -> concurrent.futures.Future[ChildEnd]:
+        """Start (adopting it first, if new) or resume a child's run for a parent elsewhere."""
+        local = self.server.local
+        if adopt is not None:
+            self.server.adopt(child_id, adopt)
+        reply: Any
+        if wire.kind == "parent":
+            reply = ParentReply(wire.parent_id, wire.run_id, wire.call_id, child_id)
+            key: tuple[str, ...] = ("parent", child_id, wire.run_id, wire.call_id)
+        else:
+            reply = DelegateReply(wire.parent_id, child_id, concurrent.futures.Future())
+            key = ("delegate", child_id)
+        future: concurrent.futures.Future[ChildEnd] = concurrent.futures.Future()
+        with self._lock:
+            self.runs[wire.token] = (reply, future)
+            self._by_reply[key] = wire.token
+        with local.lock:
+            node = local.nodes.get(child_id)
+        if node is not None:
+            node.keep = keep
+        sent = (
+            StartRun(message.prompt, message.run_id, reply)
+            if isinstance(message, StartRun)
+            else ResumeRun(message.answers, reply)
+        )
+        if stream and node is not None:
+            forward = ForwardStream(self, self._parent_host(wire), wire.parent_id)
+            self.forwards[wire.token] = forward
+            local.tell(child_id, _open_stream(forward))
+        try:
+            local.send(child_id, sent)
+        except Exception as exc:
+            with self._lock:
+                self.runs.pop(wire.token, None)
+                self._by_reply.pop(key, None)
+            settle(future, result=ChildEnd(None, portable_error(exc), Usage()))
+        return future
+
+    def _parent_host(self, wire: WireReply) -> int:
+        return self.server.parent_hosts.get(wire.child_id, 0)
+
+    def child_expire(self, child_id: str, token: str, timeout: float) -> None:
+        """The parent's deadline for one run of a child of this host passed."""
+        with self._lock:
+            entry = self.runs.get(token)
+        if entry is not None:
+            self.server.local.tell(child_id, ExpireRun(entry[0], timeout))
+
+    # -- on a parent's host ---------------------------------------------------------------------
+
+    def ended(self, token: str, done: concurrent.futures.Future[Any]) -> None:
+        """A remote child's run ended (or its host died): tell its parent here."""
+        entry = self.waiting.pop(token, None)
+        if entry is None:
+            return
+        stand_in, reply = entry
+        stand_in.forget_token(reply)
+        node = stand_in.node
+        error = done.exception()
+        if error is not None:
+            lost = HostLostError(
+                f"the host of subagent {node.agent_id!r} died during its run; what it had in "
+                "flight has an unknown outcome (see its log)",
+                agent_id=node.agent_id,
+            )
+            lost.__cause__ = error
+            end = ChildEnd(None, lost, Usage())
+            stand_in.remote_alive = False
+            self.server.recover_lost(node)
+        else:
+            end = done.result()
+            if not isinstance(end, ChildEnd):
+                end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
+        self.server.stream_in(node.parent_id or "", end.events)
+        local = self.server.local
+        assert node.parent_id is not None
+        if isinstance(reply, DelegateReply):
+            local.tell(node.parent_id, DelegateDone(reply, end.result, end.error, end.tree_usage))
+        else:
+            local.tell(
+                node.parent_id,
+                ChildFinished(
+                    reply.run_id,
+                    reply.call_id,
+                    reply.child_id,
+                    result=end.result,
+                    error=end.error,
+                    tree_usage=end.tree_usage,
+                ),
+            )
+        finish = Finish(
+            reply, end.result, end.error if isinstance(end.error, ActorsError) else None
+        )
+        if end.error is not None and finish.error is None:
+            finish = Finish(reply, None, HostLostError(str(end.error), agent_id=node.agent_id))
+        suspended = end.result is not None and end.result.status == "suspended"
+        if not suspended and not node.keep:
+            stand_in.remote_alive = False  # its host stops it by itself
+        local.child_done(node, finish)
+
+
+def _open_stream(stream: TreeStream) -> Any:
+    from actors.runtime._host import OpenStream
+
+    return OpenStream(stream, [])
+
+
+def close_lost(store: SessionStore, session_id: str, agent_id: str) -> list[str]:
+    """Close, in the store, the interrupted runs of an agent and its descendants.
+
+    They lived on a host that died: each open turn is recovered as a restore would (tool calls
+    without a result are classified "not started" or "outcome unknown"), and the agent is
+    recorded ``failed``. Returns the ids it closed.
+    """
+    stored = store.load(session_id)
+    below: set[str] = {agent_id}
+    closed: list[str] = []
+    for entry in stored.agents:  # parents come before their children
+        record = entry.record
+        if record.agent_id != agent_id and record.parent_id not in below:
+            continue
+        below.add(record.agent_id)
+        ctx = AgentContext.deserialize(entry.context)
+        if open_turn(ctx) is None and record.status in ("finished", "failed", "cancelled"):
+            continue
+        before = len(ctx.events)
+        recover(ctx, waiting=False)
+        fresh = ctx.events[before:]
+        if fresh:
+            store.append_events(session_id, record.agent_id, fresh)
+        if record.status not in ("finished", "failed", "cancelled"):
+            store.put_agent(session_id, dataclasses.replace(record, status="failed"))
+        closed.append(record.agent_id)
+    return closed

@@ -1,0 +1,84 @@
+"""Agent specs, tools and factories of the Ray tests: importable, so hosts load them by name."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from actors import Agent, Pending, Request, RunContext, Subagent, tool
+from actors.testing import ScriptedModel, call
+
+_NEVER = threading.Event()
+
+
+def where() -> int:
+    """The process this tool runs in."""
+    return os.getpid()
+
+
+def hang() -> str:
+    """Wait for what never comes (until the tool's timeout)."""
+    _NEVER.wait(120)
+    return "never"
+
+
+@tool
+def whose(ctx: RunContext) -> str:  # type: ignore[type-arg]
+    """What the tool context is on this host."""
+    return str(ctx.tool_context)
+
+
+@tool
+def ask(ctx: RunContext, question: str) -> Any:  # type: ignore[type-arg]
+    """Ask the host and wait for its answer.
+
+    Args:
+        question: What to ask.
+    """
+    if ctx.answer is None:
+        return Pending(Request(kind="input", prompt=question))
+    return f"{question} -> {ctx.answer.data}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a caller gives as tool_context: plain values."""
+
+    db_url: str
+
+
+def host_context(settings: Settings | None) -> str | None:
+    """The tool_context_factory of the tests: what a host builds from the settings."""
+    if settings is None:
+        return None
+    return f"connected to {settings.db_url} in {os.getpid()}"
+
+
+def worker(*replies: Any, tools: tuple[Any, ...] = (where,)) -> Agent[str]:
+    return Agent("worker", model=ScriptedModel(list(replies), per_agent=True), tools=list(tools))
+
+
+def lead(subagents: list[Subagent], *replies: Any) -> Agent[str]:
+    return Agent("lead", model=ScriptedModel(list(replies), per_agent=True), subagents=subagents)
+
+
+# A lead that calls one worker next to it and one spread to another host; each says its pid.
+PIDS_WORKER = worker(call("where"), "ok")
+PIDS_LEAD = Agent(
+    "lead",
+    model=ScriptedModel(
+        [
+            [call("near", task="where are you"), call("far", task="where are you")],
+            call("where"),
+            "done",
+        ],
+        per_agent=True,
+    ),
+    tools=[where],
+    subagents=[
+        Subagent(PIDS_WORKER, name="near"),
+        Subagent(PIDS_WORKER, name="far", placement="spread"),
+    ],
+)
