@@ -69,6 +69,9 @@ class RayClient:
         self.where: dict[str, int] = {}  # agents other than roots, by id: their host
         self._streams: dict[str, TreeStream] = {}  # opened, waiting for their run
         self._activating: dict[str, threading.Lock] = {}
+        # Hosts seen dying and not heard from since: a run sent to one that fails never
+        # reached a live host, so it is sent again once the host is back.
+        self._suspect: set[int] = set()
         self.virtual = _NoPassivation()
         self.pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="actors-ray")
 
@@ -205,22 +208,32 @@ class RayClient:
     ) -> None:
         key = uuid.uuid4().hex if stream is not None else None
         handle = self.handles[host]
+        with self.lock:
+            suspect = host in self._suspect
         ref = handle.run.remote(agent_id, incarnation, kind, payload, key)
         if stream is not None and key is not None:
 
             def closed(outcome: Any) -> None:
+                # A pull that failed (outcome None) leaves the verdict to the run's call.
                 if isinstance(outcome, Outcome):
                     _settle(future, outcome)
-                elif outcome is None:
-                    settle(future, error=self._lost(agent_id, None))
 
             self._pull(handle, key, stream.put, closed)
 
         def ran(done: concurrent.futures.Future[Any]) -> None:
             error = done.exception()
             if error is not None:
-                settle(future, error=self._lost(agent_id, error))
+                with self.lock:
+                    self._suspect.add(host)
+                if suspect and not retried:
+                    self.pool.submit(
+                        self._run_again, agent_id, incarnation, kind, payload, future, stream
+                    )
+                else:
+                    settle(future, error=self._lost(agent_id, error))
                 return
+            with self.lock:
+                self._suspect.discard(host)
             outcome = done.result()
             if isinstance(outcome, Missing):
                 if retried:

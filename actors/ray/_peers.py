@@ -409,17 +409,24 @@ class HostPeers:
         if error is not None:
             lost = HostLostError(
                 f"the host of subagent {node.agent_id!r} died during its run; what it had in "
-                "flight has an unknown outcome (see its log)",
+                "flight has an unknown outcome (its log says which calls)",
                 agent_id=node.agent_id,
             )
             lost.__cause__ = error
-            end = ChildEnd(None, lost, Usage())
             stand_in.remote_alive = False
-            self.server.recover_lost(node)
-        else:
-            end = done.result()
-            if not isinstance(end, ChildEnd):
-                end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
+            # The subtree's logs are closed before the parent hears of it: whatever the
+            # parent does next, the store already says what was interrupted.
+            self.server.recover_lost(
+                node, then=lambda: self._deliver(stand_in, reply, ChildEnd(None, lost, Usage()))
+            )
+            return
+        end = done.result()
+        if not isinstance(end, ChildEnd):
+            end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
+        self._deliver(stand_in, reply, end)
+
+    def _deliver(self, stand_in: RemoteChild, reply: Any, end: ChildEnd) -> None:
+        node = stand_in.node
         self.server.stream_in(node.parent_id or "", end.events)
         local = self.server.local
         assert node.parent_id is not None

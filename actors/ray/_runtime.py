@@ -459,6 +459,14 @@ class RayRuntime:
                 )
         raise UserError(f"no agent {agent_id!r} in this runtime")
 
+    def host_of(self, agent_id: str) -> int:
+        """The index of the host a root agent (or an agent found by `ref`) lives on.
+
+        Raises:
+            AgentStoppedError: this runtime knows no such agent.
+        """
+        return self._client.host_of(agent_id)
+
     def live_agents(self) -> int:
         """How many agents run on the hosts together."""
         import ray

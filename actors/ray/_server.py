@@ -312,30 +312,31 @@ class HostServer:
             self.local.stop_subtree(node, block=True)
         return len(doomed)
 
-    def recover_lost(self, node: AgentNode) -> None:
-        """A child's host died: close its subtree's interrupted runs in the store.
+    def recover_lost(self, node: AgentNode, then: Callable[[], None]) -> None:
+        """A child's host died: close its subtree's interrupted runs in the store, then ``then``.
 
-        Runs on its own thread: first every host stops what it still runs of that subtree
-        (spread grandchildren), then the logs are recovered as a restore would.
+        Runs on its own thread: first every other host stops what it still runs of that
+        subtree (spread grandchildren, whose results have nowhere to go), then the logs are
+        recovered as a restore recovers them.
         """
         store, session_id = node.tree.store, node.tree.session_id
-        if store is None or session_id is None:
-            return
-        names = range(len(self.peers.names))
 
         def work() -> None:
             import ray
 
             try:
-                calls = [
-                    self.peers.call(i, "forget", session_id, node.agent_id)
-                    for i in names
-                    if i != self.index
-                ]
-                ray.wait(calls, num_returns=len(calls), timeout=30)
-                close_lost(store, session_id, node.agent_id)
+                if store is not None and session_id is not None:
+                    calls = [
+                        self.peers.call(i, "forget", session_id, node.agent_id)
+                        for i in range(len(self.peers.names))
+                        if i != self.index
+                    ]
+                    ray.wait(calls, num_returns=len(calls), timeout=30)
+                    close_lost(store, session_id, node.agent_id)
             except Exception:
                 _log.exception("could not close a lost subtree", agent_id=node.agent_id)
+            finally:
+                then()
 
         threading.Thread(target=work, name="actors-ray-recover", daemon=True).start()
 
