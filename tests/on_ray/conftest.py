@@ -11,6 +11,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 
+# Ray gives its processes the machine's network address even when told 127.0.0.1; this switch
+# (meant for laptops) keeps every Ray process of the tests on loopback.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+os.environ.update(LOOPBACK_ENV)
+
 
 def no_ray(reason: str) -> NoReturn:
     """Skip, or fail under CI (CI=true), where Ray must be installed."""
@@ -32,9 +37,9 @@ def ray_cluster() -> Iterator[Any]:
     except ImportError:
         no_ray("Ray is not installed")
     ray.init(
+        address="local",  # a cluster of its own, never one found running on the machine
         num_cpus=2,
         include_dashboard=False,
-        _node_ip_address="127.0.0.1",
         runtime_env=worker_env(),
         logging_level="WARNING",
         configure_logging=False,
