@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from actors.runtime._local import LocalHost
     from actors.runtime._node import AgentNode, Tree
 
-__all__ = ["AgentRef", "RefHost", "RunFuture", "TreeNode"]
+__all__ = ["AgentRef", "RunFuture", "TreeNode"]
 
 OutputT = TypeVar("OutputT", default=Any)
 
@@ -46,9 +46,7 @@ class RefHost(Protocol):
         self, agent_id: str, message: Any, timeout: float, incarnation: str | None = None
     ) -> Any: ...
     def status_of(self, agent_id: str, tree: Tree | None = None) -> str: ...
-    def subscribe(
-        self, agent_id: str, callback: Callable[[Event], None]
-    ) -> Callable[[], None]: ...
+    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]: ...
     def tree_of(self, agent_id: str, tree: Tree | None = None) -> TreeNode: ...
     def stop_agent(self, agent_id: str) -> None: ...
 

@@ -22,6 +22,7 @@ FLOORS: dict[str, int] = {
     "store": 2,
     "loop": 3,
     "runtime": 4,
+    "ray": 5,
     "testing": 5,
     "__init__": 5,
     "trace": 6,
