@@ -92,7 +92,7 @@ class RayRuntime:
         >>> from actors import Agent
         >>> from actors.ray import RayRuntime
         >>> from actors.testing import ScriptedModel
-        >>> with RayRuntime(hosts=2) as runtime:  # doctest: +SKIP
+        >>> with RayRuntime(hosts=2) as runtime:
         ...     ref = runtime.spawn(Agent("hello", model=ScriptedModel(["Hi!"])))
         ...     ref.run("Hello?").output
         'Hi!'
