@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from actors import Agent, Pending, Request, RunContext, Subagent, tool
-from actors.testing import ScriptedModel, call
+from actors import Agent, Pending, Request, RunContext, Subagent, ToolResultMessage, tool
+from actors.testing import FunctionModel, ScriptedModel, call
 
 _NEVER = threading.Event()
 
@@ -37,16 +37,28 @@ class Latch:
         await self._started.wait()
 
 
-def hang() -> str:
-    """Tell the test's latch (if there is one) that it runs, then wait for what never comes."""
+def _signal_latch() -> None:
     import ray
 
     try:
         latch = ray.get_actor(LATCH, namespace=LATCH_NAMESPACE)
     except ValueError:
-        pass
-    else:
-        latch.started.remote()
+        return
+    latch.started.remote()
+
+
+async def linger() -> str:
+    """Tell the test's latch that it runs, then wait (cancellably) for a minute."""
+    import asyncio
+
+    _signal_latch()
+    await asyncio.sleep(60)
+    return "lingered"
+
+
+def hang() -> str:
+    """Tell the test's latch (if there is one) that it runs, then wait for what never comes."""
+    _signal_latch()
     _NEVER.wait(120)
     return "never"
 
@@ -108,4 +120,27 @@ PIDS_LEAD = Agent(
         Subagent(PIDS_WORKER, name="near"),
         Subagent(PIDS_WORKER, name="far", placement="spread"),
     ],
+)
+
+
+def _say_where(messages: list[Any], tools: list[Any]) -> Any:
+    """A model that calls `where`, then answers with its result."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return last.content
+    return call("where")
+
+
+HELPER = Agent("helper", model=FunctionModel(_say_where), tools=[where])
+
+
+@tool
+def delegate_one(ctx: RunContext) -> str:  # type: ignore[type-arg]
+    """Hand a task to a helper; say where this tool and the helper ran."""
+    helper_pid = ctx.delegate(HELPER, "help", timeout=30)
+    return f"{os.getpid()}/{helper_pid}"
+
+
+DELEGATING_LEAD = Agent(
+    "boss", model=ScriptedModel([call("delegate_one"), "done"]), tools=[delegate_one]
 )

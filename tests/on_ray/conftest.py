@@ -46,3 +46,17 @@ def ray_cluster() -> Iterator[Any]:
     )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def latch(ray_cluster: Any) -> Iterator[Any]:
+    """Set when a tool of `on_ray.agents` starts: its call is durable then (write-ahead)."""
+    from on_ray import agents
+
+    actor = (
+        ray_cluster.remote(agents.Latch)
+        .options(name=agents.LATCH, namespace=agents.LATCH_NAMESPACE, num_cpus=0)
+        .remote()
+    )
+    yield actor
+    ray_cluster.kill(actor)

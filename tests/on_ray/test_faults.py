@@ -33,18 +33,6 @@ def runtime(ray_cluster: Any, store: SQLiteStore) -> Iterator[Any]:
         yield opened
 
 
-@pytest.fixture
-def latch(ray_cluster: Any) -> Iterator[Any]:
-    """Set when a `hang` tool starts: its call is durable then (write-ahead)."""
-    actor = (
-        ray_cluster.remote(agents.Latch)
-        .options(name=agents.LATCH, namespace=agents.LATCH_NAMESPACE, num_cpus=0)
-        .remote()
-    )
-    yield actor
-    ray_cluster.kill(actor)
-
-
 def context_of(store: SQLiteStore, session_id: str, agent_id: str) -> tuple[str, AgentContext]:
     stored = {a.record.agent_id: a for a in store.load(session_id).agents}
     entry = stored[agent_id]

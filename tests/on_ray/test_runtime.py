@@ -180,6 +180,38 @@ def test_cancel_and_steer_reach_the_agent(runtime: Any) -> None:
     assert "cancelled" in types
 
 
+def test_cancelling_a_tree_cancels_its_child_on_another_host(
+    ray_cluster: Any, runtime: Any, store: SQLiteStore, latch: Any
+) -> None:
+    lingering = agents.worker(call("linger"), "never", tools=(agents.linger,))
+    lead = agents.lead(
+        [Subagent(lingering, name="far", placement="spread")], call("far", task="x"), "after"
+    )
+    ref = runtime.spawn(lead)
+    future = ref.run_async("go")
+    ray_cluster.get(latch.wait.remote(), timeout=BOUND)
+    ref.cancel("enough")
+    assert future.result(BOUND).status == "cancelled"
+    child = {a.record.agent_id: a for a in store.load(ref.session_id).agents}[
+        f"{ref.agent_id}-sub-1"
+    ]
+    assert child.record.status == "cancelled"
+    assert "cancelled" in [e["type"] for e in child.context["events"]]
+
+
+def test_delegated_children_follow_the_runtime_placement(
+    ray_cluster: Any, store: SQLiteStore
+) -> None:
+    from actors.ray import RayRuntime
+
+    with RayRuntime(hosts=2, store=store, placement="spread") as spread:
+        ref = spread.spawn(agents.DELEGATING_LEAD)
+        result = ref.run("go", timeout=BOUND)
+        assert result.output == "done"
+        lead_pid, helper_pid = (int(x) for x in results(result).popitem()[1].split("/"))
+        assert lead_pid != helper_pid  # the helper ran on the other host
+
+
 def test_a_spread_child_past_its_timeout_is_an_error_for_the_parent(runtime: Any) -> None:
     sleeper = Agent("sleeper", model=ScriptedModel(["late"], latency=30))
     lead = agents.lead(
