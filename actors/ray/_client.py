@@ -29,11 +29,29 @@ from actors.runtime._host import HostReply, OpenStream, Query, settle
 from actors.runtime._stream import TreeStream
 from actors.runtime._tombstone import TreeNode
 
-__all__ = ["RayClient", "Root"]
+__all__ = ["RayClient", "Root", "wait_for"]
 
 _log = get_logger("actors.ray")
 
 RESTART_WAIT = 30.0  # how long a call waits for a restarting host
+
+
+def wait_for(refs: Any, timeout: float | None = RESTART_WAIT) -> Any:
+    """``ray.get`` with the library's errors: a host that is gone, a host that is silent.
+
+    Raises:
+        HostLostError: a host died (and did not come back in time) before answering.
+        TimeoutError: no answer within ``timeout`` seconds.
+    """
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    try:
+        return ray.get(refs, timeout=timeout)
+    except GetTimeoutError:
+        raise TimeoutError(f"an agent host did not answer within {timeout} s") from None
+    except RayActorError as exc:
+        raise HostLostError(f"an agent host is gone: {exc}") from exc
 
 
 @dataclass(slots=True)
@@ -342,10 +360,8 @@ class RayClient:
 
     def stop_agent(self, agent_id: str) -> None:
         """Stop an agent and its descendants; the driver forgets a root."""
-        import ray
-
         handle = self.handle(agent_id)
-        ray.get(handle.stop.remote(agent_id), timeout=RESTART_WAIT)
+        wait_for(handle.stop.remote(agent_id))
         with self.lock:
             self.roots.pop(agent_id, None)
             self.where.pop(agent_id, None)

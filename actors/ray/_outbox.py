@@ -58,6 +58,12 @@ class Outbox:
         if waiter is not None:
             settle(waiter)
 
+    @property
+    def finished(self) -> bool:
+        """Whether it is closed and everything in it was taken."""
+        with self._lock:
+            return self.closed and not self._items
+
     def take(self) -> tuple[list[Any], concurrent.futures.Future[None] | None]:
         """What is there (up to a batch), or a future that is set when something comes."""
         with self._lock:

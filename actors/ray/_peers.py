@@ -140,7 +140,9 @@ class RemoteChild:
             if not self._alive:
                 return _StopFuture(None) if not block else None
             self._alive = False
-            remote = self.remote_alive
+            # A host shutting down leaves the child to its own host's shutdown: stopping it
+            # from here would record it stopped, not as it stands (suspended, kept).
+            remote = self.remote_alive and not self.peers.server.local.closing
             self.remote_alive = False
         future: concurrent.futures.Future[Any] | None = None
         if remote:

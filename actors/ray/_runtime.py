@@ -17,7 +17,7 @@ from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.ray._actor import AgentHostActor
-from actors.ray._client import RESTART_WAIT, RayClient, Root
+from actors.ray._client import RayClient, Root, wait_for
 from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
 from actors.runtime._effects import ApprovalHandler
@@ -177,7 +177,7 @@ class RayRuntime:
         self.namespace = namespace
         _OPEN.add(self)
         try:
-            ray.get([handle.ready.remote() for handle in handles], timeout=120)
+            wait_for([handle.ready.remote() for handle in handles], timeout=120)
         except BaseException:
             self.shutdown()
             raise
@@ -213,6 +213,9 @@ class RayRuntime:
             with contextlib.suppress(Exception):  # already gone
                 ray.kill(handle, no_restart=True)
         self._client.close()
+        for store in self._opened.values():  # made here by a store factory
+            with contextlib.suppress(Exception):
+                store.close()
         if self._owns_ray:
             ray.shutdown()
 
@@ -308,8 +311,6 @@ class RayRuntime:
                 holds this agent already.
             WireError: the spec, the ``tool_context`` or the approval handler cannot travel.
         """
-        import ray
-
         self._check_open()
         if not isinstance(agent, Agent):
             raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
@@ -323,9 +324,7 @@ class RayRuntime:
             host = self._next_host % self.hosts
             self._next_host += 1
         handle = self._client.handles[host]
-        info = ray.get(
-            handle.spawn.remote(chosen, agent, seed, initial), timeout=RESTART_WAIT
-        ).get()
+        info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
         ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])
         return ref
 
@@ -346,8 +345,6 @@ class RayRuntime:
 
         As `Runtime.open_session`; a session always lives on the same host (by its id).
         """
-        import ray
-
         self._check_open()
         if not isinstance(session_id, str) or not session_id:
             raise UserError(f"open_session needs a non-empty session_id, got {session_id!r}")
@@ -365,18 +362,14 @@ class RayRuntime:
         host = self._session_host(session_id)
         handle = self._client.handles[host]
         if _has_session(self._driver_store(chosen_store), session_id):
-            info = ray.get(
-                handle.restore.remote(session_id, [agent], seed), timeout=RESTART_WAIT
-            ).get()
+            info = wait_for(handle.restore.remote(session_id, [agent], seed)).get()
         else:
             try:
                 initial = json_copy(dict(metadata or {}), "metadata")
             except JsonError as exc:
                 raise UserError(f"{exc}; metadata must be plain JSON") from None
             chosen = self._unique_id(session_id, explicit=True)
-            info = ray.get(
-                handle.spawn.remote(chosen, agent, seed, initial), timeout=RESTART_WAIT
-            ).get()
+            info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
         ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])
         return ref
 
@@ -406,8 +399,6 @@ class RayRuntime:
             AgentDefinitionError: a spec of an agent that comes back was not given.
             UserError: the session is live in this runtime already.
         """
-        import ray
-
         self._check_open()
         chosen_store = self._store(store)
         if chosen_store is None:
@@ -427,9 +418,7 @@ class RayRuntime:
         for spec in specs[1:]:
             check_travels(spec, f"agent {spec.name!r}", _SPEC_HINT)
         host = self._session_host(session_id)
-        info = ray.get(
-            self._client.handles[host].restore.remote(session_id, specs, seed), timeout=RESTART_WAIT
-        ).get()
+        info = wait_for(self._client.handles[host].restore.remote(session_id, specs, seed)).get()
         return self._ref(info, host, seed, specs)
 
     def ref(self, agent_id: str) -> AgentRef:
@@ -438,14 +427,12 @@ class RayRuntime:
         Raises:
             UserError: no host holds an agent of that id.
         """
-        import ray
-
         client = self._client
         with client.lock:
             root = client.roots.get(agent_id)
         if root is not None:
             return AgentRef(client, agent_id, name=root.name, session_id=root.session_id)
-        found = ray.get([h.holds.remote(agent_id) for h in client.handles], timeout=RESTART_WAIT)
+        found = wait_for([h.holds.remote(agent_id) for h in client.handles])
         for host, info in enumerate(found):
             if info is not None:
                 with client.lock:
@@ -469,20 +456,12 @@ class RayRuntime:
 
     def live_agents(self) -> int:
         """How many agents run on the hosts together."""
-        import ray
-
-        counts = ray.get(
-            [h.live_agents.remote() for h in self._client.handles], timeout=RESTART_WAIT
-        )
+        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
         return int(sum(counts))
 
     def live_agents_by_host(self) -> list[int]:
         """How many agents run on each host, by host index."""
-        import ray
-
-        counts = ray.get(
-            [h.live_agents.remote() for h in self._client.handles], timeout=RESTART_WAIT
-        )
+        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
         return [int(c) for c in counts]
 
 

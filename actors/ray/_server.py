@@ -19,7 +19,7 @@ from typing import Any
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._events import system_clock
-from actors.exceptions import AgentStoppedError, UserError
+from actors.exceptions import AgentStoppedError
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._types import ResumeRun, StartRun
@@ -354,7 +354,7 @@ class HostServer:
         """What an outbox holds, or a future set when it holds something."""
         box = self.outbox(key)
         items, waiter = box.take()
-        if items and box.closed and not box._items:
+        if items and box.finished:
             with self._lock:
                 self.outboxes.pop(key, None)
         return items, waiter
@@ -408,8 +408,3 @@ class HostServer:
                 store.close()
             except Exception:
                 _log.exception("could not close a store")
-
-
-def unknown(agent_id: str) -> UserError:
-    """The error for an agent no host holds."""
-    return UserError(f"no agent {agent_id!r} in this runtime")
