@@ -1,5 +1,6 @@
 """actors: LLM agent systems in which every agent and subagent is an actor owning its context."""
 
+from actors._logging import configure_logging
 from actors.context._agent_context import AgentContext, TranscriptEntry
 from actors.context._cancel import CancellationToken
 from actors.context._events import Event
@@ -19,6 +20,7 @@ from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent, UsageLimits
 from actors.loop._loop import TreeLimits
 from actors.loop._tools import Tool, ToolResult, tool
+from actors.loop._toolset import Toolset, ToolsetView
 from actors.models._model import (
     InlineModel,
     Model,
@@ -51,6 +53,7 @@ __all__ = [
     "Answer",
     "AssistantMessage",
     "CancellationToken",
+    "configure_logging",
     "ContextUpdate",
     "Delegator",
     "Event",
@@ -86,6 +89,8 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "ToolResultMessage",
+    "Toolset",
+    "ToolsetView",
     "TranscriptEntry",
     "TreeLimits",
     "TreeNode",

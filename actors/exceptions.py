@@ -9,6 +9,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── SerializationError          a serialized context that cannot be read
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
+    │   ├── ToolContextReadOnlyError    a tool tried to change its (read-only) tool_context
     │   ├── UnknownRequestError         an answer for a request that is not open
     │   └── WireError                   a value that must cross to another process cannot
     ├── RunError                        a run ended without an answer; carries the partial work
@@ -29,8 +30,12 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   └── ModelRequestsDisabled       real model requests are switched off (test suites)
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
+    │   ├── SessionBusyError            another live store holds the session; nothing written
     │   ├── SchemaVersionError
-    │   └── CorruptStoreError
+    │   ├── CorruptStoreError
+    │   ├── StoreConnectionError        the database server is unreachable, or the link broke
+    │   ├── StoreAuthenticationError    the database server refused the credentials
+    │   └── DatabaseNotFoundError       the database the store names does not exist
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
     └── AgentStoppedError               the agent's actor is no longer running
 
@@ -53,6 +58,7 @@ __all__ = [
     "AgentStoppedError",
     "Cancelled",
     "CorruptStoreError",
+    "DatabaseNotFoundError",
     "HostLostError",
     "InvalidUpdateError",
     "LimitExceededError",
@@ -69,8 +75,12 @@ __all__ = [
     "RunTimeoutError",
     "SchemaVersionError",
     "SerializationError",
+    "SessionBusyError",
     "SessionNotFoundError",
+    "StoreAuthenticationError",
+    "StoreConnectionError",
     "StoreError",
+    "ToolContextReadOnlyError",
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelResponse",
@@ -103,6 +113,22 @@ class ToolDefinitionError(UserError):
 
 class AgentDefinitionError(UserError):
     """An `Agent` spec that does not hold together (duplicate tool names, bad limits)."""
+
+
+class ToolContextReadOnlyError(UserError, TypeError):
+    """A tool tried to change its ``tool_context``, which tools see read-only.
+
+    A mapping ``tool_context`` reaches tools as a deep read-only view: setting, deleting or
+    updating a key (at any depth), or changing a list or set inside it, raises this error, and
+    the caller's object stays as it was. It is a `TypeError` too, as for any read-only mapping.
+
+    Attributes:
+        path: Where the write was tried, such as ``tool_context['db']['hosts']``.
+    """
+
+    def __init__(self, message: str, *, path: str = "tool_context") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class UnknownRequestError(UserError):
@@ -227,12 +253,60 @@ class SessionNotFoundError(StoreError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class SessionBusyError(StoreError):
+    """Another live store instance holds the session (`SessionStore.acquire`).
+
+    Nothing was written. The holder stays the session's only writer until it releases the
+    session, closes its store, or its process ends.
+
+    Attributes:
+        session_id: The session.
+        holder_host: The host name of the holder's process, or None when it is not known.
+        holder_pid: The holder's process id, or None when it is not known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        session_id: str = "",
+        holder_host: str | None = None,
+        holder_pid: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.holder_host = holder_host
+        self.holder_pid = holder_pid
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes when the error crosses a process boundary (pickle).
+        return (type(self), (str(self), self.session_id, self.holder_host, self.holder_pid))
+
+
 class SchemaVersionError(StoreError):
-    """The store file was written by a newer version of the library."""
+    """The store was written by a newer version of the library."""
 
 
 class CorruptStoreError(StoreError):
     """The store file is not a readable database of this library."""
+
+
+class StoreConnectionError(StoreError):
+    """The store's database server cannot be reached, or the connection broke during a call.
+
+    A call that failed this way may or may not have been committed: appending the same events
+    again is harmless (a store skips events it already holds), so retrying is safe.
+    """
+
+
+class StoreAuthenticationError(StoreError):
+    """The store's database server refused the credentials (user name or password).
+
+    The message names the user, the host and the database, never the password.
+    """
+
+
+class DatabaseNotFoundError(StoreError):
+    """The database that the store's connection string names does not exist on the server."""
 
 
 class Cancelled(ActorsError):

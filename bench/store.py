@@ -3,6 +3,7 @@
     .venv/bin/python bench/store.py                 # full size, prints a markdown table
     .venv/bin/python bench/store.py --json out.json # also writes the figures as JSON
     .venv/bin/python bench/store.py --smoke         # tiny sizes: checks that it runs
+    .venv/bin/python bench/store.py --postgres DSN  # the Postgres server to measure
 
 Appends go through `append_events` in batches, as the runtime writes one batch per step
 (10 events), and one event at a time for comparison; each figure is the best of 3 runs.
@@ -10,6 +11,12 @@ Restore is `store.load(session_id)` followed by `AgentContext.deserialize` of ev
 (best of 5): a session of 10,000 events in one agent, and one of 10 agents with 1,000 events
 each. Every file lives in a temporary directory.
 Targets (issue 7): at least 20,000 events/s in batch mode, restore within 0.2 s.
+
+Postgres (issue 17) is measured the same way, over loopback, when a server is reachable: the
+one of --postgres DSN, else of $ACTORS_BENCH_POSTGRES_DSN or $ACTORS_TEST_POSTGRES_DSN. Each
+store gets a schema of its own, dropped afterwards. Without a server its rows say "skipped".
+Targets: at least 10,000 events/s (batches of 10, commits flushed to disk), restore within
+0.3 s.
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ from actors import (
     Usage,
     UserMessage,
 )
-from actors.store import AgentRecord, MemoryStore, SessionStore, SQLiteStore
+from actors.store import AgentRecord, MemoryStore, PostgresStore, SessionStore, SQLiteStore
 
 APPEND_TARGET = 20_000.0
 RESTORE_TARGET = 0.2
+POSTGRES_APPEND_TARGET = 10_000.0
+POSTGRES_RESTORE_TARGET = 0.3
+DSN_VARIABLES = ("ACTORS_BENCH_POSTGRES_DSN", "ACTORS_TEST_POSTGRES_DSN")
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,49 @@ class Result:
     @property
     def per_second(self) -> float:
         return self.events / self.seconds if self.seconds else float("inf")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    store: str
+    reason: str
+
+
+class Postgres:
+    """Stores on one server, each in a schema of its own; `close` drops the schemas."""
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        self._dsn = dsn
+        self._schemas: list[str] = []
+        with psycopg.connect(dsn, connect_timeout=5):  # reachable, or raise now
+            pass
+
+    def make(self) -> SessionStore:
+        schema = f"bench_{os.getpid()}_{len(self._schemas)}"
+        self._schemas.append(schema)
+        return PostgresStore(self._dsn, schema=schema)
+
+    def close(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self._dsn, autocommit=True) as conn:
+            for schema in self._schemas:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # type: ignore[arg-type]
+
+
+def open_postgres(dsn: str | None) -> Postgres | Skipped:
+    """The server to measure, or why there is none."""
+    dsn = dsn or next((os.environ[v] for v in DSN_VARIABLES if os.environ.get(v)), None)
+    if not dsn:
+        return Skipped("postgres", "no server (pass --postgres DSN)")
+    try:
+        return Postgres(dsn)
+    except ImportError:
+        return Skipped("postgres", "no driver (pip install 'actors[postgres]')")
+    except Exception as exc:  # any failure to connect means the same here: nothing to measure
+        return Skipped("postgres", f"no server ({type(exc).__name__})")
 
 
 def transcript(agent_id: str, events: int) -> tuple[Event, ...]:
@@ -158,6 +211,31 @@ def bench_restore(
     ]
 
 
+def run_postgres(smoke: bool, dsn: str | None) -> list[Result] | Skipped:
+    server = open_postgres(dsn)
+    if isinstance(server, Skipped):
+        return server
+    scale = 0.01 if smoke else 1.0
+
+    def size(n: int) -> int:
+        return max(20, int(n * scale))
+
+    results: list[Result] = []
+    try:
+        repeat = 1 if smoke else 3
+        results.append(bench_append(server.make, "postgres", size(10_000), 10, repeat=repeat))
+        results.append(bench_append(server.make, "postgres", size(1_000), 1, repeat=repeat))
+        results.append(
+            bench_append(server.make, "postgres", size(20_000), 10, threads=8, repeat=repeat)
+        )
+        for agents, per_agent in [(1, 10_000), (10, 1_000)]:
+            n = max(1, int(per_agent * scale))
+            results += bench_restore(server.make, "postgres", agents, n, 1 if smoke else 5)
+    finally:
+        server.close()
+    return results
+
+
 def run(smoke: bool) -> list[Result]:
     folder = tempfile.TemporaryDirectory(prefix="actors-bench-")
     counter = iter(range(1 << 30))
@@ -197,7 +275,7 @@ def run(smoke: bool) -> list[Result]:
     return results
 
 
-def table(results: Sequence[Result]) -> str:
+def table(results: Sequence[Result], skipped: Sequence[Skipped] = ()) -> str:
     lines = [
         "| measure | store | batch | events | seconds | cpu s | events/s |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
@@ -208,23 +286,50 @@ def table(results: Sequence[Result]) -> str:
             f"| {r.measure} | {r.store} | {batch} | {r.events:,} | {r.seconds:.4f} "
             f"| {r.cpu_seconds:.4f} | {r.per_second:,.0f} |"
         )
+    for skip in skipped:
+        lines.append(f"| append, restore | {skip.store} | - | - | - | - | skipped: {skip.reason} |")
     return "\n".join(lines)
 
 
-def verdicts(results: Sequence[Result]) -> list[str]:
-    appended = next(r for r in results if r.measure == "append" and r.store == "sqlite batch")
-    restores = [r for r in results if r.measure.startswith("load + deserialize")]
-    met = appended.per_second >= APPEND_TARGET
+def _verdicts_of(
+    results: Sequence[Result],
+    labels: tuple[str, str],
+    store: str,
+    append_target: float,
+    restore_target: float,
+) -> list[str]:
+    label, restore_label = labels
+    appended = next(r for r in results if r.measure == "append" and r.store == store)
+    restores = [
+        r for r in results if r.measure.startswith("load + deserialize") and r.store in store
+    ]
+    met = appended.per_second >= append_target
     lines = [
-        f"- batch mode, {appended.batch}-event batches: {appended.per_second:,.0f} events/s "
-        f"(target >= {APPEND_TARGET:,.0f}): {'met' if met else 'MISSED'}"
+        f"- {label}, {appended.batch}-event batches: {appended.per_second:,.0f} events/s "
+        f"(target >= {append_target:,.0f}): {'met' if met else 'MISSED'}"
     ]
     for r in restores:
-        ok = r.seconds <= RESTORE_TARGET
+        ok = r.seconds <= restore_target
         lines.append(
-            f"- restore, {r.measure}: {r.seconds:.3f} s (target <= {RESTORE_TARGET} s): "
+            f"- {restore_label}, {r.measure}: {r.seconds:.3f} s (target <= {restore_target} s): "
             f"{'met' if ok else 'MISSED'}"
         )
+    return lines
+
+
+def verdicts(results: Sequence[Result], skipped: Sequence[Skipped] = ()) -> list[str]:
+    lines = _verdicts_of(
+        results, ("batch mode", "restore"), "sqlite batch", APPEND_TARGET, RESTORE_TARGET
+    )
+    if any(r.store == "postgres" for r in results):
+        lines += _verdicts_of(
+            results,
+            ("postgres", "postgres restore"),
+            "postgres",
+            POSTGRES_APPEND_TARGET,
+            POSTGRES_RESTORE_TARGET,
+        )
+    lines += [f"- {skip.store}: skipped: {skip.reason}" for skip in skipped]
     return lines
 
 
@@ -232,11 +337,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check it runs")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--postgres",
+        metavar="DSN",
+        help=f"the PostgreSQL server to measure (default: ${' or $'.join(DSN_VARIABLES)})",
+    )
     args = parser.parse_args(argv)
     results = run(args.smoke)
-    print(table(results))
+    postgres = run_postgres(args.smoke, args.postgres)
+    skipped = [postgres] if isinstance(postgres, Skipped) else []
+    results += [] if isinstance(postgres, Skipped) else postgres
+    print(table(results, skipped))
     print()
-    print("\n".join(verdicts(results)))
+    print("\n".join(verdicts(results, skipped)))
     if args.json:
         payload = {
             "smoke": args.smoke,
@@ -245,6 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "results": [asdict(r) | {"events_per_second": r.per_second} for r in results],
+            "skipped": [asdict(skip) for skip in skipped],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0

@@ -1,8 +1,9 @@
 """A simulation: 50 scripted agents gossip until every one knows the largest secret number.
 
 Each agent is an actor with its own context. It starts knowing only its own secret (in its
-instructions). Every round, the host loop tells each agent what two random peers believe; the
-agent answers with the largest number it has heard of so far, reading only its own transcript.
+logged system prompt). Every round, the host loop tells each agent what two random peers
+believe; the agent answers with the largest number it has heard of so far, reading only its
+own transcript.
 All 50 agents of a round run at the same time. Seeded, so every run tells the same story.
 
 For thousands of agents, drive each one with `actors.testing.SyncDriver` on one thread
@@ -34,7 +35,8 @@ def main() -> None:
     secrets = rng.sample(range(1_000, 10_000), AGENTS)
     model = FunctionModel(gossip)
     specs = [
-        Agent(f"agent-{i:02d}", model=model, instructions=f"Your secret number is {secret}.")
+        # The secret is part of each agent's record (logged), not code that may change.
+        Agent(f"agent-{i:02d}", model=model, system_prompt=f"Your secret number is {secret}.")
         for i, secret in enumerate(secrets)
     ]
     target = max(secrets)

@@ -20,14 +20,18 @@ PAGES = [
     "README.md",
     "docs/index.md",
     "docs/actors.md",
+    "docs/instructions.md",
     "docs/updates.md",
     "docs/events.md",
     "docs/subagents.md",
     "docs/suspension.md",
     "docs/cancellation.md",
+    "docs/streaming.md",
+    "docs/hosting.md",
     "docs/testing.md",
     "docs/cli.md",
     "docs/observability.md",
+    "docs/mcp.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")

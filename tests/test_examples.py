@@ -27,7 +27,7 @@ def run_example(name: str) -> str:
 
 def test_every_example_is_tested() -> None:
     tested = {"single_agent.py", "research_team.py", "long_lived_assistant.py",
-              "human_approval.py", "simulation.py"}  # fmt: skip
+              "human_approval.py", "simulation.py", "mcp_tools.py"}  # fmt: skip
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -75,3 +75,11 @@ def test_simulation() -> None:
     assert known == sorted(known)  # gossip only spreads
     assert known[-1] == 50
     assert re.search(r"the largest secret is \d{4}; the longest transcript has \d+ messages", out)
+
+
+def test_mcp_tools() -> None:
+    out = run_example("mcp_tools.py")
+    assert "answer: You need eggs, flour and milk." in out
+    assert "  tool: eggs, flour, milk\n" in out
+    assert "served tool: shopper(task)" in out
+    assert out.endswith("over MCP: You need eggs, flour and milk.\n")

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Headless Chromium and its WebDriver, for the trace viewer's browser test
 # (tests/trace_viewer/test_browser.py). Debian's packages, installed only when missing.
+#   chromium.sh start DIR   install if missing (nothing to start: the tests launch it)
+#   chromium.sh stop DIR    nothing to stop
 set -euo pipefail
 
+if [ "${1:-start}" = "stop" ]; then
+    exit 0
+fi
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
     echo "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo present)"
     exit 0

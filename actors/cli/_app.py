@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
-import shlex
 import sys
 import traceback
-from collections.abc import MutableMapping, Sequence
-from typing import Any, NoReturn, TextIO, cast
-
-import structlog
+from collections.abc import Sequence
+from typing import NoReturn
 
 from actors import __version__
-from actors.cli import _demo, _run, _sessions, _trace
+from actors._logging import configure_logging, current_sink, restore_sink
+from actors._safe import exception_message
+from actors.cli import _demo, _mcp, _run, _sessions, _trace
 from actors.cli._errors import CliError, hint_for, one_line
+from actors.cli._home import store_flag
 from actors.exceptions import ActorsError
 
 __all__ = ["build_parser", "main"]
@@ -40,6 +39,15 @@ def _common() -> argparse.ArgumentParser:
         help="the session database (default: $ACTORS_HOME/sessions.sqlite, ~/.actors/...)",
     )
     common.add_argument(
+        "--store",
+        metavar="DSN",
+        default=argparse.SUPPRESS,
+        help=(
+            "a PostgreSQL session store instead of --db, e.g. postgresql://user@host/dbname "
+            "(keep the password in PGPASSWORD or ~/.pgpass)"
+        ),
+    )
+    common.add_argument(
         "--plain",
         action="store_true",
         default=argparse.SUPPRESS,
@@ -50,6 +58,12 @@ def _common() -> argparse.ArgumentParser:
         action="store_true",
         default=argparse.SUPPRESS,
         help="show tracebacks and debug logs",
+    )
+    common.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default=argparse.SUPPRESS,
+        help="how the library's log lines on stderr look (default: console)",
     )
     return common
 
@@ -63,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "LLM agent trees in which every agent is an actor that owns its context. "
             "Sessions are stored in $ACTORS_HOME/sessions.sqlite (ACTORS_HOME defaults to "
-            "~/.actors); --db overrides it."
+            "~/.actors); --db overrides it, --store DSN uses a PostgreSQL database instead."
         ),
     )
     parser.add_argument("--version", action="version", version=f"actors {__version__}")
@@ -74,46 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     _run.add_parser(commands, common)
     _sessions.add_parser(commands, common)
     _trace.add_parser(commands, common)
+    _mcp.add_parser(commands, common)
     return parser
-
-
-class _Stderr:
-    """Writes to whatever ``sys.stderr`` is when a line is logged.
-
-    The live view redirects stderr, so log lines land above the tree instead of through it.
-    """
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-
-def _configure_logging(debug: bool) -> None:
-    """Library logs go to stderr: warnings only, one line each, unless ``--debug``."""
-
-    def one_line(
-        _logger: Any, _method: str, event: MutableMapping[str, Any]
-    ) -> MutableMapping[str, Any]:
-        if not debug and event.pop("exc_info", None):
-            error = sys.exc_info()[1]
-            if error is not None:
-                event["error"] = f"{type(error).__name__}: {error}"
-        return event
-
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            one_line,
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.DEBUG if debug else logging.WARNING
-        ),
-        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _Stderr())),
-        cache_logger_on_first_use=False,
-    )
 
 
 def _report(message: str, hint: str) -> None:
@@ -134,15 +110,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    logging_config = structlog.get_config()
+    logging_before = current_sink()
     try:
         args = build_parser().parse_args(arguments)
         debug = bool(getattr(args, "debug", False))
         args.db = getattr(args, "db", None)
+        args.store = getattr(args, "store", None)
         args.plain = bool(getattr(args, "plain", False))
         args.debug = debug
-        args.db_flag = f" --db {shlex.quote(args.db)}" if args.db else ""
-        _configure_logging(debug)
+        args.db_flag = store_flag(args.db, args.store)
+        # Warnings only, one line each; everything, with tracebacks, under --debug.
+        configure_logging(
+            "DEBUG" if debug else "WARNING",
+            format=getattr(args, "log_format", "console"),
+            tracebacks=debug,
+        )
         return int(args.handler(args))
     except CliError as exc:
         if debug:
@@ -152,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ActorsError as exc:
         if debug:
             traceback.print_exc()
-        _report(one_line(str(exc)) or type(exc).__name__, hint_for(exc))
+        _report(one_line(exception_message(exc)) or type(exc).__name__, hint_for(exc))
         return 1
     except BrokenPipeError:  # `actors sessions show ID | head`: the reader has what it wanted
         with contextlib.suppress(OSError):
@@ -169,9 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         _report(
-            f"unexpected {type(exc).__name__}: {one_line(str(exc))}",
+            f"unexpected {type(exc).__name__}: {one_line(exception_message(exc))}",
             "run again with --debug to see the traceback",
         )
         return 1
     finally:  # called from Python, the command leaves the caller's logging as it was
-        structlog.configure(**logging_config)
+        restore_sink(logging_before)

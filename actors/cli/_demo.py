@@ -11,7 +11,7 @@ from actors.cli._answers import approve_all, ask_each, leave_open
 from actors.cli._demo_team import DEMO_QUESTION, DemoContext, build_team
 from actors.cli._drive import Decide, drive
 from actors.cli._errors import run_failed
-from actors.cli._home import open_store
+from actors.cli._home import open_store, where
 from actors.cli._output import Output
 from actors.cli._session import (
     SessionKind,
@@ -82,7 +82,7 @@ def run_demo(args: argparse.Namespace) -> int:
     trace_to = check_target(args.trace, "--trace")
     team, tool_context = demo_spec(kind)
     out = Output.for_stdout(plain=args.plain)
-    store = open_store(args.db, create=True)
+    store = open_store(args.db, create=True, store=args.store)
     started = time.perf_counter()
     with store, Runtime() as runtime:
         session_id = new_session_id()
@@ -97,7 +97,7 @@ def run_demo(args: argparse.Namespace) -> int:
             out.heading("metadata each agent wrote (ContextUpdate)")
             print_metadata(out, store, session_id)
             out.line()
-            out.line(f"session: {session_id}  (stored in {store.path})")
+            out.line(f"session: {session_id}  (stored in {where(store)})")
     out.line(f"done in {time.perf_counter() - started:.1f} s", style="dim")
     return 0
 

@@ -304,12 +304,13 @@ def build_team(model: Model | str | None = None, *, pace: float = 1.0) -> Agent[
     def pick(steps: Sequence[ScriptStep], name: str) -> Model | str:
         return model if model is not None else scripted(steps, name=name, latency=latency)
 
+    # The roles are logged (system_prompt): a stored demo session shows what each agent was told.
     web = Agent(
         "web_researcher",
         model=pick(
             [call("web_search", query="actor model"), _web_summary], "scripted-web-researcher"
         ),
-        instructions="You research the web. Search once, then answer in two sentences.",
+        system_prompt="You research the web. Search once, then answer in two sentences.",
         tools=[web_search],
         description="Researches what practitioners write on the web.",
     )
@@ -323,7 +324,7 @@ def build_team(model: Model | str | None = None, *, pace: float = 1.0) -> Agent[
             ],
             "scripted-paper-researcher",
         ),
-        instructions=(
+        system_prompt=(
             "You research the literature: find papers, read the relevant abstracts, then "
             "answer in two sentences citing them."
         ),
@@ -336,7 +337,7 @@ def build_team(model: Model | str | None = None, *, pace: float = 1.0) -> Agent[
             [call("run_benchmark", workload="ping-pong", messages=2000), _benchmark_summary],
             "scripted-benchmark-researcher",
         ),
-        instructions=(
+        system_prompt=(
             "You measure. Run the ping-pong benchmark once, then report the number in one sentence."
         ),
         tools=[run_benchmark],
@@ -345,7 +346,7 @@ def build_team(model: Model | str | None = None, *, pace: float = 1.0) -> Agent[
     writer = Agent(
         "writer",
         model=pick([_writer_outline, _writer_answer], "scripted-writer"),
-        instructions=(
+        system_prompt=(
             "You write the final answer from the findings in your task: outline the points "
             "with the outline tool, then write a short answer."
         ),
@@ -355,7 +356,7 @@ def build_team(model: Model | str | None = None, *, pace: float = 1.0) -> Agent[
     return Agent(
         "lead",
         model=pick([_lead_plan, _lead_delegate, _lead_answer], "scripted-lead"),
-        instructions=(
+        system_prompt=(
             "You lead a research team. Hand the three researchers one task each in a single "
             "reply, then give the writer the question and all their findings, then answer "
             "with the writer's text."

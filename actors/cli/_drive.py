@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from actors import AgentRef, Answer, Request, RunResult
+from actors._safe import exception_text
 from actors.cli._errors import CliError
 from actors.cli._view import View
 
@@ -38,7 +39,7 @@ def _follow(
         try:
             job.result(timeout=CANCEL_WAIT)
         except Exception as exc:  # the run ends as it may: the user asked it to stop
-            view.note(f"the run ended with {type(exc).__name__}: {exc}")
+            view.note(f"the run ended with {exception_text(exc)}")
         raise CliError("interrupted", "the session keeps what was done so far", code=130) from None
 
 

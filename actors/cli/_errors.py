@@ -5,10 +5,14 @@ from __future__ import annotations
 from actors.exceptions import (
     ActorsError,
     AgentDefinitionError,
+    DatabaseNotFoundError,
     ModelAuthenticationError,
     ModelError,
     RunError,
+    SessionBusyError,
     SessionNotFoundError,
+    StoreAuthenticationError,
+    StoreConnectionError,
     StoreError,
     UnknownRequestError,
     UserError,
@@ -47,8 +51,16 @@ def hint_for(error: BaseException) -> str:
         return "set the provider's API key (e.g. OPENAI_API_KEY or ANTHROPIC_API_KEY)"
     if isinstance(error, ModelError):
         return "check the model name, the provider's key and the network"
+    if isinstance(error, SessionBusyError):
+        return "another process is writing the session; wait until it is done"
+    if isinstance(error, StoreAuthenticationError):
+        return "check the user name and password of --store (PGPASSWORD or ~/.pgpass)"
+    if isinstance(error, DatabaseNotFoundError):
+        return "create the database (createdb NAME), or name another one in --store"
+    if isinstance(error, StoreConnectionError):
+        return "check that the PostgreSQL server runs, and the host and port of --store"
     if isinstance(error, StoreError):
-        return "check the session database, or pass another with --db PATH"
+        return "check the session database, or pass another with --db PATH or --store DSN"
     if isinstance(error, RunError):
         return "the session keeps the partial transcript: see 'actors sessions show ID'"
     if isinstance(error, UserError):

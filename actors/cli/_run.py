@@ -87,7 +87,7 @@ def run_agent(args: argparse.Namespace) -> int:
     metadata = json_object(args.metadata, "--metadata")
     trace_to = check_target(args.trace, "--trace")
     out = Output.for_stdout(plain=args.plain)
-    store = open_store(args.db, create=True)
+    store = open_store(args.db, create=True, store=args.store)
     with store, Runtime() as runtime:
         stored = _existing(store, args.session)
         ref: AgentRef[Any]

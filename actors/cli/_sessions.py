@@ -21,7 +21,7 @@ from actors import (
 from actors.cli._answers import ask_each, leave_open, parse_answer
 from actors.cli._drive import Decide, drive
 from actors.cli._errors import CliError, one_line, run_failed
-from actors.cli._home import open_store
+from actors.cli._home import open_store, where
 from actors.cli._jsonarg import json_object
 from actors.cli._output import Output
 from actors.cli._session import (
@@ -101,10 +101,10 @@ def _when(moment: datetime) -> str:
 def list_sessions(args: argparse.Namespace) -> int:
     """``actors sessions list``."""
     out = Output.for_stdout(plain=args.plain)
-    with open_store(args.db, create=False) as store:
+    with open_store(args.db, create=False, store=args.store) as store:
         sessions = store.list_sessions()
         if not sessions:
-            out.line(f"no sessions in {store.path}")
+            out.line(f"no sessions in {where(store)}")
             return 0
         rows: list[list[object]] = [
             [
@@ -196,7 +196,7 @@ def _load(store: SessionStore, session_id: str) -> StoredSession:
 def show_session(args: argparse.Namespace) -> int:
     """``actors sessions show ID``."""
     out = Output.for_stdout(plain=args.plain)
-    with open_store(args.db, create=False) as store:
+    with open_store(args.db, create=False, store=args.store) as store:
         stored = _load(store, args.session_id)
         contexts = {a.record.agent_id: AgentContext.deserialize(a.context) for a in stored.agents}
         out.line(f"session {stored.session_id}", style="bold")
@@ -255,7 +255,7 @@ def resume_session(args: argparse.Namespace) -> int:
     """``actors sessions resume ID --answer REQUEST_ID=JSON``."""
     answers = dict(parse_answer(text) for text in args.answer)
     out = Output.for_stdout(plain=args.plain)
-    with open_store(args.db, create=False) as store:
+    with open_store(args.db, create=False, store=args.store) as store:
         stored = _load(store, args.session_id)
         pending = open_requests(stored)
         if not pending:
@@ -299,13 +299,13 @@ def resume_session(args: argparse.Namespace) -> int:
             out.heading("usage per agent")
             print_usage(out, store, stored.session_id)
             out.line()
-            out.line(f"session: {stored.session_id}  (stored in {store.path})")
+            out.line(f"session: {stored.session_id}  (stored in {where(store)})")
     return 0
 
 
 def export_session(args: argparse.Namespace) -> int:
     """``actors sessions export ID``: one JSON object per event, agent by agent, in order."""
-    with open_store(args.db, create=False) as store:
+    with open_store(args.db, create=False, store=args.store) as store:
         stored = _load(store, args.session_id)
         for agent in stored.agents:
             for event in agent.context.get("events", []):

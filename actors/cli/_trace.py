@@ -84,7 +84,7 @@ def _write(store: SessionStore, session_id: str, target: Path) -> Path:
 
 def trace_session(args: argparse.Namespace) -> int:
     """``actors trace ID``."""
-    with open_store(args.db, create=False) as store:
+    with open_store(args.db, create=False, store=args.store) as store:
         if args.output == "-":
             sys.stdout.write(render_trace(store.load(args.session_id)))
             sys.stdout.flush()

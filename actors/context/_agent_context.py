@@ -26,10 +26,12 @@ from actors.context._messages import (
     UserMessage,
     message_adapter,
 )
+from actors.context._payloads import PayloadError, check_payload
+from actors.context._read_only import read_only
 from actors.context._run_context import Delegator, RunContext
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._update import ContextUpdate
+from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
 
@@ -38,6 +40,8 @@ __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
 _log = get_logger("actors.context")
 
 INTERRUPTED_NOT_STARTED = "Tool call was interrupted and not executed. Please retry if needed."
+
+_NO_TOOL_CONTEXT: Mapping[str, Any] = freeze({})
 
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 
@@ -77,7 +81,6 @@ class AgentContext:
         parent_id: The parent agent's id, or None for a root.
         metadata: The initial metadata (plain JSON); recorded in the log as a ``context_update``.
         max_iterations: How many model requests one run may make.
-        system_prompt: An overlay applied to the model's view of the transcript; never logged.
         clock: Where event timestamps come from.
     """
 
@@ -89,7 +92,6 @@ class AgentContext:
         parent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         max_iterations: int = 50,
-        system_prompt: str | None = None,
         clock: Clock = system_clock,
     ) -> None:
         if not isinstance(agent_id, str) or not agent_id:
@@ -99,7 +101,6 @@ class AgentContext:
         for label, value in (("name", name), ("parent_id", parent_id)):
             if value is not None and not isinstance(value, str):
                 raise UserError(f"{label} must be a string or None, got {value!r}")
-        _check_prompt(system_prompt)
         if not callable(clock):
             raise UserError(f"clock must be a function returning a datetime, got {clock!r}")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -110,7 +111,7 @@ class AgentContext:
         self.name = name or agent_id
         self.parent_id = parent_id
         self.max_iterations = max_iterations
-        self._system_prompt = system_prompt
+        self._overlay: str | None = None
         self._clock = clock
         self._events: list[Event] = []
         self._entries: list[TranscriptEntry] = []
@@ -172,8 +173,22 @@ class AgentContext:
 
     @property
     def system_prompt(self) -> str | None:
-        """The system-prompt overlay, or None."""
-        return self._system_prompt
+        """The logged system prompt: the transcript's leading system message, or None.
+
+        It is part of the log (a ``system_message`` event, written once when a fresh context
+        starts its first run), so it is persisted and restored as it was. What the current code
+        adds for the model is the overlay (`system_prompt_overlay`).
+        """
+        if self._entries:
+            first = self._entries[0].message
+            if isinstance(first, SystemMessage):
+                return first.content
+        return None
+
+    @property
+    def system_prompt_overlay(self) -> str | None:
+        """The system-prompt overlay (see `put_system_prompt_overlay`), or None."""
+        return self._overlay
 
     @property
     def suspended(self) -> dict[str, dict[str, Any]]:
@@ -197,15 +212,22 @@ class AgentContext:
     def model_messages(self) -> list[Message]:
         """The transcript as the model sees it: the system-prompt overlay applied.
 
-        The overlay replaces a leading system message, or goes in front when there is none.
+        The overlay is appended to the transcript's leading system message (after a blank
+        line), or becomes the leading system message when there is none. The log is unchanged.
+        A leading system message that already ends with the overlay is left as it is (sessions
+        logged by earlier versions hold their instructions there).
         """
         messages = self.messages
-        if self._system_prompt is None:
+        overlay = self._overlay
+        if not overlay:
             return messages
-        overlay = SystemMessage(content=self._system_prompt)
         if messages and isinstance(messages[0], SystemMessage):
-            return [overlay, *messages[1:]]
-        return [overlay, *messages]
+            logged = messages[0].content
+            if logged.endswith(overlay):
+                return messages
+            joined = f"{logged}\n\n{overlay}" if logged else overlay
+            return [SystemMessage(content=joined), *messages[1:]]
+        return [SystemMessage(content=overlay), *messages]
 
     # -- listening --------------------------------------------------------------------------
 
@@ -364,11 +386,14 @@ class AgentContext:
             )
         payload = _plain(data or {}, f"the data of event {event_type!r}")
         try:
+            # The checks a log read back gets: what is appended here can always be restored.
+            check_payload(event_type, payload)
             return self._append(event_type, payload)
         except (KeyError, TypeError, ValueError) as exc:
             # _apply folds before the event is stored, so a payload it cannot read changes nothing.
+            detail = str(exc) if isinstance(exc, PayloadError | UserError) else repr(exc)
             raise UserError(
-                f"event {event_type!r} has a malformed payload ({exc!r}); "
+                f"event {event_type!r} has a malformed payload ({detail}); "
                 "framework events carry the fields the framework writes"
             ) from None
 
@@ -391,6 +416,8 @@ class AgentContext:
         if not isinstance(update, ContextUpdate):
             raise InvalidUpdateError(f"expected a ContextUpdate, got {type(update).__name__}")
         _check_source(source)
+        # Checked and copied again: whoever built the update may still hold its events' data.
+        logged = [LoggedEvent(event.type, event.data) for event in update.events]
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
@@ -401,8 +428,8 @@ class AgentContext:
             if source is not None:
                 data["source"] = source
             appended.append(self._append("context_update", data, update=metadata_ops))
-        for logged in update.events:
-            appended.append(self._append(logged.type, dict(logged.data)))
+        for event in logged:
+            appended.append(self._append(event.type, event.data))
         return appended
 
     def replace_message(self, index: int, message: Message) -> Event | None:
@@ -433,10 +460,20 @@ class AgentContext:
         data = {"first": first, "last": last, "message": message.model_dump(mode="json")}
         return self._append(REPLACE, data, message=message)
 
-    def set_system_prompt(self, prompt: str | None) -> None:
-        """Set (or, with None, clear) the system-prompt overlay. Never logged."""
-        _check_prompt(prompt)
-        self._system_prompt = prompt
+    def put_system_prompt_overlay(self, overlay: str | None) -> None:
+        """Put (or, with None, remove) the system-prompt overlay: never logged, never persisted.
+
+        The overlay is what `model_messages` adds to the logged system prompt for the model;
+        putting one replaces the one before. An agent puts its ``instructions`` here before
+        every model request, so they follow the code that runs, not the code that started the
+        session. To log a system prompt instead, add a `SystemMessage` to a fresh context.
+
+        Raises:
+            UserError: ``overlay`` is not a string or None.
+        """
+        if overlay is not None and not isinstance(overlay, str):
+            raise UserError(f"the system-prompt overlay must be a string or None, got {overlay!r}")
+        self._overlay = overlay or None
 
     def increment_iteration(self, **data: Any) -> Event:
         """Count one more model request of this run (a ``step_start`` event)."""
@@ -502,7 +539,8 @@ class AgentContext:
 
         Args:
             call: The tool call.
-            tool_context: The static channel, passed through unchanged.
+            tool_context: The static channel: a mapping is handed over as a deep read-only view
+                of it (writes raise `ToolContextReadOnlyError`), anything else as it is.
             metadata: A snapshot from `metadata_snapshot` to share among the calls of a step;
                 taken now when omitted.
             retry: The tool's retry count.
@@ -514,7 +552,7 @@ class AgentContext:
         if not isinstance(call, ToolCall):
             raise UserError(f"run_context takes a ToolCall, got {type(call).__name__}")
         return RunContext(
-            tool_context=tool_context if tool_context is not None else freeze({}),
+            tool_context=read_only(tool_context) if tool_context is not None else _NO_TOOL_CONTEXT,
             metadata=metadata if metadata is not None else self.metadata_snapshot(),
             agent_id=self.agent_id,
             parent_id=self.parent_id,
@@ -540,7 +578,6 @@ class AgentContext:
         name: str | None = None,
         parent_id: str | None = None,
         max_iterations: int = 50,
-        system_prompt: str | None = None,
         clock: Clock = system_clock,
         parsed_payloads: Mapping[int, tuple[Message | None, ContextUpdate | None]] | None = None,
     ) -> AgentContext:
@@ -557,7 +594,6 @@ class AgentContext:
             name=name,
             parent_id=parent_id,
             max_iterations=max_iterations,
-            system_prompt=system_prompt,
             clock=clock,
         )
         for index, event in enumerate(events):
@@ -626,11 +662,6 @@ class AgentContext:
 def _check_source(source: object) -> None:
     if source is not None and not isinstance(source, str):
         raise UserError(f"source must be a string such as 'memory', or None; got {source!r}")
-
-
-def _check_prompt(prompt: object) -> None:
-    if prompt is not None and not isinstance(prompt, str):
-        raise UserError(f"the system prompt must be a string or None, got {prompt!r}")
 
 
 def _plain(data: object, what: str) -> dict[str, Any]:

@@ -6,7 +6,27 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["JsonError", "json_copy"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_WRAPPED_DEPTH",
+    "JsonDepthError",
+    "JsonError",
+    "depth_exceeds",
+    "json_copy",
+]
+
+MAX_DEPTH = 200
+"""How deeply containers may nest in a value the library keeps (metadata, event data).
+
+Generous for any real document, and far from Python's recursion limit, which every reader
+of the value (JSON encoders and decoders, pydantic, deep merges) would otherwise hit with a
+`RecursionError` instead of a clear error. (pydantic stops serializing at about 250.)
+"""
+
+MAX_WRAPPED_DEPTH = MAX_DEPTH + 8
+"""The depth of what holds such values: event data wraps them in a few containers of its own
+(an update's ops, a request inside a suspension), and so does the metadata mapping. A value
+accepted when it was given is never refused when it is read back or written out."""
 
 _SCALARS = (str, int, bool, type(None))
 
@@ -19,16 +39,26 @@ class JsonError(TypeError):
         self.path = path
 
 
-def json_copy(value: Any, path: str = "value") -> Any:
+def json_copy(value: Any, path: str = "value", *, max_depth: int = MAX_DEPTH) -> Any:
     """Return a deep copy of ``value`` made only of dict, list, str, int, float, bool and None.
 
     Tuples become lists. Raises `JsonError` naming the first offending path (a container that
-    contains itself is not JSON either).
+    contains itself is not JSON either, nor one nested more than `MAX_DEPTH` levels deep).
     """
-    return _copy(value, path, set())
+    return _copy(value, path, set(), max_depth)
 
 
-def _copy(value: Any, path: str, open_containers: set[int]) -> Any:
+class JsonDepthError(JsonError):
+    """A value nests containers more than `MAX_DEPTH` levels deep."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        TypeError.__init__(
+            self, f"{path} nests containers more than {limit} levels deep; flatten it"
+        )
+        self.path = path
+
+
+def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> Any:
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, float):
@@ -40,6 +70,9 @@ def _copy(value: Any, path: str, open_containers: set[int]) -> Any:
     # A cycle would otherwise end in a RecursionError instead of a typed error.
     if id(value) in open_containers:
         raise JsonError(f"{path} (a cycle)", value)
+    if len(open_containers) >= max_depth:
+        # Only the outermost path: the full one would be thousands of characters long.
+        raise JsonDepthError(path.split("[", 1)[0], max_depth)
     open_containers.add(id(value))
     try:
         if isinstance(value, Mapping):
@@ -47,8 +80,34 @@ def _copy(value: Any, path: str, open_containers: set[int]) -> Any:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise JsonError(f"{path} key {key!r}", key)
-                out[key] = _copy(item, f"{path}[{key!r}]", open_containers)
+                out[key] = _copy(item, f"{path}[{key!r}]", open_containers, max_depth)
             return out
-        return [_copy(item, f"{path}[{i}]", open_containers) for i, item in enumerate(value)]
+        return [
+            _copy(item, f"{path}[{i}]", open_containers, max_depth) for i, item in enumerate(value)
+        ]
     finally:
         open_containers.discard(id(value))
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether JSON-like ``value`` nests containers more than ``limit`` levels deep.
+
+    Iterative, one level at a time, so a value far deeper than Python's recursion limit is
+    measured too (and a flat one, the common case, in one pass).
+    """
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        inner = []
+        for container in level:
+            for item in container.values() if isinstance(container, dict) else container:
+                if isinstance(item, _CONTAINERS):
+                    inner.append(item)
+        level = inner
+    return False
+
+
+_CONTAINERS = (dict, list, tuple)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Generic, Protocol
 
@@ -72,6 +72,16 @@ class RunContext(Generic[ToolContextT]):
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     answer: Answer | None = None
     _delegator: Delegator | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        # The static channel may hold secrets and connections: its type, never its values.
+        shown = [f"tool_context=<{type(self.tool_context).__name__}>"]
+        shown += [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.repr and f.name != "tool_context"
+        ]
+        return f"RunContext({', '.join(shown)})"
 
     @property
     def cancelled(self) -> bool:

@@ -10,11 +10,12 @@ from pydantic import ValidationError
 
 from actors._logging import get_logger
 from actors.context._events import Clock, Event, is_known_type
-from actors.context._json import json_copy
+from actors.context._json import MAX_WRAPPED_DEPTH, json_copy
 from actors.context._messages import Message, message_adapter
+from actors.context._payloads import PayloadError, check_payload, first_error
 from actors.context._update import ContextUpdate
 from actors.context._usage import Usage
-from actors.exceptions import InvalidUpdateError, SerializationError, UserError
+from actors.exceptions import SerializationError, UserError
 
 __all__ = ["FORMAT_VERSION", "deserialize_context", "serialize_context"]
 
@@ -63,6 +64,7 @@ def serialize_context(ctx: Serializable) -> dict[str, Any]:
         "agent_id": ctx.agent_id,
         "name": ctx.name,
         "parent_id": ctx.parent_id,
+        # The logged system prompt, redundant with the events (the overlay is never written).
         "system_prompt": ctx.system_prompt,
         "max_iterations": ctx.max_iterations,
         "iteration": ctx.iteration,
@@ -72,9 +74,9 @@ def serialize_context(ctx: Serializable) -> dict[str, Any]:
         # Redundant with the events; kept for readers of version 1.
         "messages": [message.model_dump(mode="json") for message in ctx.messages],
         # Copies: the caller may change the blob, and it must not reach the live context.
-        "metadata": json_copy(ctx.metadata),
+        "metadata": json_copy(ctx.metadata, max_depth=MAX_WRAPPED_DEPTH),
         "usage": ctx.usage.model_dump(),
-        "suspended": json_copy(list(ctx.suspended.values())),
+        "suspended": json_copy(list(ctx.suspended.values()), max_depth=MAX_WRAPPED_DEPTH),
     }
 
 
@@ -96,6 +98,21 @@ def deserialize_context(
             f"a serialized context is a mapping, got {type(blob).__name__}; "
             "pass the dict that AgentContext.serialize() returned"
         )
+    try:
+        return _read(blob, clock, from_events, from_messages)
+    except SerializationError as exc:
+        agent_id = blob.get("agent_id")
+        if isinstance(agent_id, str) and agent_id:  # say whose log it is: a store holds many
+            raise SerializationError(f"agent {agent_id!r}: {exc}") from None
+        raise
+
+
+def _read(
+    blob: Mapping[str, Any],
+    clock: Clock,
+    from_events: Callable[..., C],
+    from_messages: Callable[..., C],
+) -> C:
     version = blob.get("version")
     # Compare types too: True == 1 and 2.0 == 2, but neither is a version this library wrote.
     if type(version) is int and version == 2:
@@ -131,12 +148,14 @@ def _common(blob: Mapping[str, Any]) -> dict[str, Any]:
     max_iterations = _field(blob, "max_iterations", int, 50)
     if max_iterations < 1:
         raise SerializationError(f"field 'max_iterations' must be positive, got {max_iterations}")
+    # Checked, not read back: a logged system prompt is in the messages, and the overlay that
+    # older versions wrote here is re-derived by the code that runs now.
+    _field(blob, "system_prompt", (str, type(None)), None)
     return {
         "agent_id": agent_id,
         "name": _field(blob, "name", (str, type(None)), None),
         "parent_id": _field(blob, "parent_id", (str, type(None)), None),
         "max_iterations": max_iterations,
-        "system_prompt": _field(blob, "system_prompt", (str, type(None)), None),
     }
 
 
@@ -152,7 +171,7 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> 
         try:
             event = Event.model_validate(raw)
         except ValidationError as exc:
-            raise SerializationError(f"event {index} is malformed: {_first_error(exc)}") from None
+            raise SerializationError(f"event {index} is malformed: {first_error(exc)}") from None
         # Check seq before dropping unknown types: a dropped event is not a gap.
         if event.seq != expected:
             _log.warning("gap in event seq", expected=expected, found=event.seq)
@@ -176,32 +195,11 @@ def _read_v2(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> 
 def _check_payload(event: Event, index: int) -> tuple[Message | None, ContextUpdate | None]:
     """Validate an event's payload; return the message or update it holds (parsed once)."""
     try:
-        if event.is_surface:
-            data = event.data
-            if "source" in data:
-                data = {key: value for key, value in data.items() if key != "source"}
-            return message_adapter.validate_python(data), None
-        elif event.type == "replace":
-            message = message_adapter.validate_python(event.data["message"])
-            for bound in ("first", "last"):
-                if type(event.data[bound]) is not int:
-                    raise TypeError(f"{bound!r} must be an int, got {event.data[bound]!r}")
-            return message, None
-        elif event.type == "context_update":
-            return None, ContextUpdate.from_json(event.data["ops"])
-        elif event.type == "usage":
-            Usage(**event.data)
-        elif event.type == "step_start" and "iteration" in event.data:
-            if type(event.data["iteration"]) is not int:
-                raise TypeError(f"'iteration' must be an int, got {event.data['iteration']!r}")
-        elif event.type == "suspended":
-            str(event.data["request"]["id"]), str(event.data["tool_call"]["id"])
-    except (ValidationError, KeyError, TypeError, ValueError, InvalidUpdateError) as exc:
-        detail = _first_error(exc) if isinstance(exc, ValidationError) else repr(exc)
+        return check_payload(event.type, event.data)
+    except PayloadError as exc:
         raise SerializationError(
-            f"event {index} ({event.type}) has a malformed payload: {detail}"
+            f"event {index} ({event.type}) has a malformed payload: {exc}"
         ) from None
-    return None, None
 
 
 def _read_v1(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> C:
@@ -212,16 +210,13 @@ def _read_v1(blob: Mapping[str, Any], clock: Clock, build: Callable[..., C]) -> 
     try:
         messages = [message_adapter.validate_python(raw) for raw in raw_messages]
     except ValidationError as exc:
-        raise SerializationError(f"a message is malformed: {_first_error(exc)}") from None
+        raise SerializationError(f"a message is malformed: {first_error(exc)}") from None
     metadata = _field(blob, "metadata", Mapping, {}) or {}
     try:
         usage = Usage(**(_field(blob, "usage", Mapping, {}) or {}))
     except ValidationError as exc:
-        raise SerializationError(f"field 'usage' is malformed: {_first_error(exc)}") from None
-    return build(messages, metadata=metadata, usage=usage, clock=clock, **common)
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(part) for part in err.get("loc", ())) or "value"
-    return f"{where}: {err.get('msg', 'invalid')}"
+        raise SerializationError(f"field 'usage' is malformed: {first_error(exc)}") from None
+    try:
+        return build(messages, metadata=metadata, usage=usage, clock=clock, **common)
+    except UserError as exc:  # metadata that is not plain JSON, or nested too deeply
+        raise SerializationError(f"the version 1 context cannot be read: {exc}") from None

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from actors.context._json import JsonError, json_copy
 
 __all__ = ["Answer", "Pending", "Request"]
 
@@ -27,6 +29,16 @@ class Request(BaseModel):
     id: str = ""
     agent_id: str = ""
     path: tuple[str, ...] = ()
+
+    @field_validator("data")
+    @classmethod
+    def _plain_json(cls, data: Any) -> Any:
+        # The request is logged (and stored) with the suspension: refuse what could not be
+        # written or read back here, in the tool that made it, not later in the agent.
+        try:
+            return json_copy(data, "data")
+        except JsonError as exc:
+            raise ValueError(f"{exc}; a request's data is plain JSON") from None
 
 
 class Pending(BaseModel):

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from actors._logging import get_logger
-from actors.context._events import SURFACE_TYPES, is_custom_type
+from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
-from actors.context._json import JsonError, json_copy
+from actors.context._json import JsonDepthError, JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
@@ -37,6 +38,13 @@ class _Append:
 
 
 @dataclass(frozen=True, slots=True)
+class _Increment:
+    key: str
+    value: int | float
+    op: Literal["increment"] = "increment"
+
+
+@dataclass(frozen=True, slots=True)
 class _Delete:
     key: str
     op: Literal["delete"] = "delete"
@@ -44,14 +52,53 @@ class _Delete:
 
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    """An event that a `ContextUpdate` asks its agent to append to the log."""
+    """An event that a `ContextUpdate` asks its agent to append to the log.
+
+    Checked when it is built, like every operation: a bad event fails in the tool that made
+    it, and never reaches the log or the store.
+
+    Attributes:
+        type: A namespaced event type such as ``"app.note"``; names without a dot (``user_message``,
+            ``suspended``, ...) belong to the framework and are refused.
+        data: The payload: a mapping of plain JSON (copied, so later changes to the mapping
+            passed in do not leak into the log).
+
+    Raises:
+        InvalidUpdateError: A type that is not namespaced, or data that is not a mapping of
+            plain JSON (or nests more than 200 levels deep).
+    """
 
     type: str
     data: dict[str, Any]
     op: Literal["log_event"] = "log_event"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not is_custom_type(self.type):
+            raise InvalidUpdateError(
+                f"event type {self.type!r} cannot be logged by a tool: use a namespaced type such "
+                "as 'app.note' (names without a dot belong to the framework; messages are added "
+                "by the agent, not by log_event)"
+            )
+        if self.op != "log_event":
+            raise InvalidUpdateError(f"a LoggedEvent's op is 'log_event', got {self.op!r}")
+        if not isinstance(self.data, Mapping):
+            raise InvalidUpdateError(
+                f"the data of event {self.type!r} must be a mapping, got {type(self.data).__name__}"
+            )
+        try:
+            data = json_copy(dict(self.data), f"the data of event {self.type!r}")
+        except JsonDepthError as exc:
+            raise InvalidUpdateError(str(exc)) from None
+        except JsonError as exc:
+            raise InvalidUpdateError(
+                f"{exc}; event data is plain JSON (dict, list, str, int, float, bool, None)"
+            ) from None
+        object.__setattr__(self, "data", data)
 
-Operation: TypeAlias = _Set | _Merge | _Append | _Delete | LoggedEvent
+
+Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent
+
+_OPERATION_TYPES = (_Set, _Merge, _Append, _Increment, _Delete, LoggedEvent)
 
 
 def _check_key(key: object) -> str:
@@ -65,6 +112,8 @@ def _check_key(key: object) -> str:
 def _json(key: str, value: object) -> Any:
     try:
         return json_copy(value, f"value for key {key!r}")
+    except JsonDepthError as exc:
+        raise InvalidUpdateError(str(exc)) from None
     except JsonError as exc:
         raise InvalidUpdateError(
             f"{exc}; metadata holds plain JSON (dict, list, str, int, float, bool, None), "
@@ -85,6 +134,9 @@ class ContextUpdate:
       missing key is created, and a value that is not a mapping is replaced;
     - ``append(key, item)`` appends to the list at ``key``; a missing key or None becomes
       ``[item]``; appending to anything else is an `InvalidUpdateError`;
+    - ``increment(key, by=1)`` adds the number ``by`` to the number at ``key``; a missing key or
+      None counts as 0; incrementing anything else is an `InvalidUpdateError`. Increments of
+      one key commute, so parallel tool calls that each count something lose nothing;
     - ``delete(key)`` removes ``key``; deleting a missing key does nothing;
     - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log.
 
@@ -102,10 +154,10 @@ class ContextUpdate:
     def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
         ops = tuple(operations)
         for op in ops:
-            if not isinstance(op, _Set | _Merge | _Append | _Delete | LoggedEvent):
+            if not isinstance(op, _OPERATION_TYPES):
                 raise InvalidUpdateError(
                     f"not an operation: {op!r}; build updates with set(), merge(), append(), "
-                    "delete() and log_event()"
+                    "increment(), delete() and log_event()"
                 )
         self._ops: tuple[Operation, ...] = ops
 
@@ -131,6 +183,27 @@ class ContextUpdate:
         key = _check_key(key)
         return ContextUpdate((*self._ops, _Append(key, _json(key, item))))
 
+    def increment(self, key: str, by: int | float = 1) -> ContextUpdate:
+        """Return a new update that also adds ``by`` to the number at ``key``.
+
+        A missing key or None counts as 0. Unlike ``set(key, snapshot_value + 1)``, increments
+        of one key commute: three parallel calls that each increment a counter add 3, whatever
+        the snapshot they read.
+
+        Args:
+            key: The metadata key holding a number.
+            by: An int or a finite float (negative to decrement); not a bool.
+
+        Raises:
+            InvalidUpdateError: ``by`` is not an int or a finite float.
+        """
+        key = _check_key(key)
+        if isinstance(by, bool) or not isinstance(by, int | float) or not _finite(by):
+            raise InvalidUpdateError(
+                f"increment of {key!r} needs an int or a finite float, got {by!r}"
+            )
+        return ContextUpdate((*self._ops, _Increment(key, by)))
+
     def delete(self, key: str) -> ContextUpdate:
         """Return a new update that also removes ``key`` (a missing key is no error)."""
         return ContextUpdate((*self._ops, _Delete(_check_key(key))))
@@ -143,15 +216,7 @@ class ContextUpdate:
                 the framework.
             data: The event's payload, plain JSON.
         """
-        if not isinstance(type, str) or type in SURFACE_TYPES or not is_custom_type(type):
-            raise InvalidUpdateError(
-                f"event type {type!r} cannot be logged by a tool: use a namespaced type such as "
-                "'app.note' (messages are added by the agent, not by log_event)"
-            )
-        if data is not None and not isinstance(data, Mapping):
-            raise InvalidUpdateError(f"the data of event {type!r} must be a mapping, got {data!r}")
-        payload = _json(type, dict(data or {}))
-        return ContextUpdate((*self._ops, LoggedEvent(type, payload)))
+        return ContextUpdate((*self._ops, LoggedEvent(type, {} if data is None else data)))  # type: ignore[arg-type]
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -210,7 +275,8 @@ class ContextUpdate:
                 mapping has no log to receive. The agent applies events itself and turns it off.
 
         Raises:
-            InvalidUpdateError: ``append`` met a value that is not a list (or None).
+            InvalidUpdateError: ``append`` met a value that is not a list (or None), or
+                ``increment`` one that is not a number (or None).
         """
         # A RunContext's snapshot is frozen (read-only mappings, tuples): thaw it so the result
         # is plain JSON and append sees its lists as lists.
@@ -233,6 +299,8 @@ class ContextUpdate:
                         f"cannot append to {op.key!r}: it holds a {type(current).__name__}, not a "
                         "list; set() it to a list first, or append to another key"
                     )
+            elif isinstance(op, _Increment):
+                state[op.key] = _incremented(op.key, state.get(op.key), op.value)
             elif isinstance(op, _Delete):
                 state.pop(op.key, None)
         if warn_dropped_events and (dropped := self.events):
@@ -272,15 +340,37 @@ class ContextUpdate:
                 update = update.merge(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
             elif op == "append":
                 update = update.append(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
+            elif op == "increment":
+                update = update.increment(raw.get("key"), raw.get("value"))  # type: ignore[arg-type]
             elif op == "delete":
                 update = update.delete(raw.get("key"))  # type: ignore[arg-type]
             elif op == "log_event":
                 update = update.log_event(raw.get("type"), raw.get("data"))  # type: ignore[arg-type]
             else:
                 raise InvalidUpdateError(
-                    f"unknown operation {op!r}; expected set, merge, append, delete or log_event"
+                    f"unknown operation {op!r}; expected set, merge, append, increment, delete "
+                    "or log_event"
                 )
         return update
+
+
+def _finite(number: int | float) -> bool:
+    # An int is always finite (and math.isfinite cannot take one past a float's range).
+    return isinstance(number, int) or math.isfinite(number)
+
+
+def _incremented(key: str, current: Any, by: int | float) -> int | float:
+    if current is None:
+        return by
+    if isinstance(current, bool) or not isinstance(current, int | float):
+        raise InvalidUpdateError(
+            f"cannot increment {key!r}: it holds a {type(current).__name__}, not a number; "
+            "set() it to a number first, or increment another key"
+        )
+    total = current + by
+    if not _finite(total):
+        raise InvalidUpdateError(f"incrementing {key!r} by {by!r} overflows ({total!r})")
+    return total
 
 
 def _deep_merge(current: Any, incoming: dict[str, Any]) -> dict[str, Any]:

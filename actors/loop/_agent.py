@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, cast
@@ -8,8 +9,10 @@ from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
 from actors.exceptions import AgentDefinitionError
+from actors.loop._instructions import Instructions, InstructionsFunction, instructions_function
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._tools import Tool
+from actors.loop._toolset import Toolset
 from actors.models._model import Model, ModelSettings
 
 __all__ = ["PLACEMENTS", "Agent", "Placement", "Subagent", "UsageLimits"]
@@ -53,9 +56,17 @@ class Subagent:
         timeout: Seconds the child's run may take before it is cancelled (default 300).
         keep: Keep the child alive after its run, so later calls continue the same child
             context instead of starting a fresh one.
+        tool_context: Narrows what the child gets: a function of the parent's tool_context
+            (a read-only view when it is a mapping) returning the child's. The child's own
+            descendants get what it returns, unless narrowed again. None (the default)
+            forwards the parent's unchanged. It runs on the parent's thread each time a child
+            is spawned (and again when a session is restored), so keep it a quick selection,
+            such as ``lambda deps: {"search": deps["search"]}``. A function that raises
+            leaves the child unstarted, and the parent's model gets an error result.
         placement: Where a host that spans processes (`actors.ray.RayRuntime`) starts the
-            child: ``"parent"`` (default) on its parent's host, ``"spread"`` on another host.
-            A host of one process (`Runtime`) runs every child with its parent.
+            child: ``"parent"`` on its parent's host, ``"spread"`` on another host; None (the
+            default) leaves it to the runtime (``RayRuntime(placement=...)``, ``"parent"``
+            unless set). A host of one process (`Runtime`) runs every child with its parent.
     """
 
     agent: Agent[Any]
@@ -64,7 +75,8 @@ class Subagent:
     input_type: type[Any] | None = None
     timeout: float = 300.0
     keep: bool = False
-    placement: Placement = "parent"
+    tool_context: Callable[[Any], Any] | None = None
+    placement: Placement | None = None
 
     @property
     def tool_name(self) -> str:
@@ -81,9 +93,20 @@ class Agent(Generic[OutputT]):
     Attributes:
         name: The agent's name (also how specs are matched on restore).
         model: A `Model`, or a string such as ``"openai:gpt-4o-mini"`` resolved by
-            `actors.models.infer_model` when the agent is spawned.
-        instructions: The system prompt, logged as the first message of a fresh context.
+            `actors.models.infer_model` when the spec is made. None: the runtime's
+            ``default_model``, else the ``ACTORS_DEFAULT_MODEL`` environment variable; with
+            neither, spawning the agent is an error.
+        instructions: What the agent is told to do, as an overlay: a string, or a function of
+            the model request's `RunContext` (or of nothing) returning a string or None. It is
+            evaluated before every model request and appended to the logged system prompt for
+            the model, and never logged: a restored session gets the instructions of the code
+            that runs now. A function that raises fails the run with `RunFailedError`.
+        system_prompt: The logged part: written once, as the leading system message of a
+            fresh context, and stored with it; a restored session keeps the one it began with.
         tools: Tools, or plain functions that become tools.
+        toolsets: Sources of tools listed at run time, such as MCP servers
+            (`actors.mcp.MCPServerStdio`, `actors.mcp.MCPServerHTTP`). Each is opened once per
+            runtime, when the agent is spawned, and shared by every agent that uses it.
         subagents: Child agents the model can call, as `Subagent` entries, bare `Agent` specs,
             or a mapping from tool name to either.
         output_type: The type of the final answer (``str`` by default). Other types are
@@ -100,8 +123,10 @@ class Agent(Generic[OutputT]):
 
     name: str
     model: Model | str | None = None
-    instructions: str | None = None
+    instructions: Instructions | None = None
+    system_prompt: str | None = None
     tools: Sequence[Tool | Callable[..., Any]] = ()
+    toolsets: Sequence[Toolset] = ()
     subagents: Sequence[Subagent | Agent[Any]] | Mapping[str, Subagent | Agent[Any]] = ()
     output_type: type[OutputT] | None = None
     max_iterations: int = 25
@@ -112,10 +137,21 @@ class Agent(Generic[OutputT]):
     tool_retries: int = 1
     output_retries: int = 1
     description: str = ""
+    _instructions_fn: InstructionsFunction | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise AgentDefinitionError(f"an agent needs a non-empty name, got {self.name!r}")
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: system_prompt must be a string or None, "
+                f"got {type(self.system_prompt).__name__}"
+            )
+        object.__setattr__(
+            self, "_instructions_fn", instructions_function(self.name, self.instructions)
+        )
         if (
             not isinstance(self.max_iterations, int)
             or isinstance(self.max_iterations, bool)
@@ -147,8 +183,15 @@ class Agent(Generic[OutputT]):
                     f"agent {self.name!r}: output_type {self.output_type!r} cannot be "
                     f"validated or described as JSON: {exc}"
                 ) from exc
+        for entry in self.tools:
+            if isinstance(entry, Toolset) and not isinstance(entry, Tool):
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: {entry.name!r} is a toolset, not a tool; "
+                    "pass it as toolsets=[...]"
+                )
         tools = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in self.tools)
         object.__setattr__(self, "tools", tools)
+        object.__setattr__(self, "toolsets", _normalize_toolsets(self.name, self.toolsets))
         subagents = _normalize_subagents(self.name, self.subagents)
         object.__setattr__(self, "subagents", subagents)
         names = [t.name for t in tools] + [s.tool_name for s in subagents]
@@ -185,6 +228,21 @@ class Agent(Generic[OutputT]):
         return self is other
 
 
+def _normalize_toolsets(agent: str, toolsets: Sequence[Toolset]) -> tuple[Toolset, ...]:
+    if isinstance(toolsets, Toolset) or not isinstance(toolsets, Sequence):
+        raise AgentDefinitionError(f"agent {agent!r}: toolsets must be a list of toolsets")
+    keys: set[Any] = set()
+    for toolset in toolsets:
+        if not isinstance(toolset, Toolset):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: {toolset!r} is not a toolset (e.g. actors.mcp.MCPServerStdio)"
+            )
+        if toolset.key in keys:
+            raise AgentDefinitionError(f"agent {agent!r}: toolset {toolset.name!r} is given twice")
+        keys.add(toolset.key)
+    return tuple(toolsets)
+
+
 def _normalize_subagents(
     parent: str,
     subagents: Sequence[Subagent | Agent[Any]] | Mapping[str, Subagent | Agent[Any]],
@@ -200,25 +258,23 @@ def _normalize_subagents(
             entry = Subagent(entry, name=name)
         elif isinstance(entry, Subagent):
             if name and entry.name != name:
-                entry = Subagent(
-                    entry.agent,
-                    name,
-                    entry.description,
-                    entry.input_type,
-                    entry.timeout,
-                    entry.keep,
-                    entry.placement,
-                )
+                entry = dataclasses.replace(entry, name=name)
         else:
             raise AgentDefinitionError(
                 f"agent {parent!r}: a subagent must be an Agent or a Subagent, got {entry!r}"
             )
         if entry.timeout <= 0:
             raise AgentDefinitionError(f"agent {parent!r}: subagent timeouts must be positive")
-        if entry.placement not in PLACEMENTS:
+        if entry.placement is not None and entry.placement not in PLACEMENTS:
             raise AgentDefinitionError(
                 f"agent {parent!r}: subagent {entry.tool_name!r} has placement "
                 f"{entry.placement!r}; use one of {list(PLACEMENTS)}"
+            )
+        if entry.tool_context is not None and not callable(entry.tool_context):
+            raise AgentDefinitionError(
+                f"agent {parent!r}: subagent {entry.tool_name!r} takes tool_context=a function "
+                "of the parent's tool_context returning the child's, got "
+                f"{type(entry.tool_context).__name__}"
             )
         if entry.input_type is not None:
             try:

@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors._logging import get_logger
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent
 from actors.loop._outcome import render
 from actors.loop._state import _Call, _LoopCore
-from actors.loop._subagent_calls import child_outcome
+from actors.loop._subagent_calls import child_outcome, child_tool_context
 from actors.loop._types import ChildFinished, Effect, RunChild, ToolOutcome
 
 __all__ = ["ChildrenMixin"]
-
-_log = get_logger("actors.agent")
 
 
 class ChildrenMixin(_LoopCore):
@@ -75,10 +72,27 @@ class ChildrenMixin(_LoopCore):
             )
             slot.state = "done"
             return []
+        spawn = kept is None
+        tool_context: Any = None
+        if spawn:
+            try:
+                tool_context = child_tool_context(subagent, self.tool_context)
+            except Exception as exc:  # the user's narrowing function: the child never starts
+                self.log.warning(
+                    "narrowing a subagent's tool_context failed",
+                    subagent=subagent.tool_name,
+                    exc_info=exc,
+                )
+                slot.outcome = ToolOutcome(
+                    f"Subagent {subagent.tool_name!r} was not started: its tool_context "
+                    f"function failed ({type(exc).__name__}).",
+                    True,
+                )
+                slot.state = "done"
+                return []
         task = str(slot.call.arguments.get("task", ""))
         if "input" in slot.call.arguments:
             task = f"{task}\n\nInput:\n{render(slot.call.arguments['input'])}"
-        spawn = kept is None
         if kept is None:
             self._children_spawned += 1
             child_id = f"{ctx.agent_id}-sub-{self._children_spawned}"
@@ -111,6 +125,7 @@ class ChildrenMixin(_LoopCore):
                 snapshot,
                 subagent.timeout,
                 spawn,
+                tool_context,
             )
         ]
 
@@ -118,7 +133,7 @@ class ChildrenMixin(_LoopCore):
         run = self._run
         slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
         if slot is None or slot.child_id != message.child_id or slot.state != "running":
-            _log.info("late child result discarded", child_id=message.child_id)
+            self.log.info("late child result discarded", child_id=message.child_id)
             return []
         assert run is not None
         result = message.result

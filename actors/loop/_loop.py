@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
-from actors._logging import get_logger
+from actors._safe import exception_message, exception_text
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._json import json_copy
@@ -29,8 +30,11 @@ from actors.context._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors.context._read_only import read_only
 from actors.context._result import RunResult
+from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Request
+from actors.context._update import ContextUpdate
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
@@ -46,6 +50,7 @@ from actors.exceptions import (
 from actors.loop._agent import Agent
 from actors.loop._children import ChildrenMixin
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     INTERRUPTED,
     INVALID_ARGUMENTS_KEY,
@@ -58,6 +63,7 @@ from actors.loop._state import (
 from actors.loop._subagent_calls import subagent_definition, validate_task
 from actors.loop._suspension import SuspensionMixin
 from actors.loop._tools import Tool, describe_validation_error
+from actors.loop._toolset import ToolsetHost, ToolsetView, merge_tools
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -76,14 +82,14 @@ from actors.loop._types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors.models._model import Model, ModelRequest
+from actors.models._model import Model, ModelRequest, ToolDefinition
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
-_log = get_logger("actors.agent")
+_NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 
 
-class AgentLoop(SuspensionMixin, ChildrenMixin):
+class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -93,6 +99,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         tool_context: The static channel handed to every tool and child.
         depth: How deep below the root this agent is.
         limits: The tree limits.
+        approval_handler: Whether the host decides approvals in process.
+        toolsets: The host's toolset views, for an agent with ``toolsets``: their tools are
+            read (never waited for) at each step.
     """
 
     def __init__(
@@ -105,30 +114,55 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         depth: int = 0,
         limits: TreeLimits | None = None,
         approval_handler: bool = False,
+        toolsets: ToolsetHost | None = None,
     ) -> None:
         self.spec = spec
         self.approval_handler = approval_handler
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
+        # What tools, instructions and narrowing functions see: a mapping as a read-only view.
+        self.tool_view = read_only(tool_context)
         self.depth = depth
         self.limits = limits or TreeLimits()
-        self._tools = spec.tool_map
+        self._static_tools = spec.tool_map
+        self._tools = self._static_tools
         self._subagents = spec.subagent_map
+        if spec.toolsets and toolsets is None:
+            raise UserError(
+                f"agent {spec.name!r} has toolsets, and its host gave it none: run it in a "
+                "Runtime or a SyncDriver"
+            )
+        self._views: tuple[tuple[str, ToolsetView], ...] = tuple(
+            (t.name, toolsets.view(t)) for t in spec.toolsets if toolsets is not None
+        )
+        self._listed: tuple[tuple[Tool, ...], ...] | None = None
         self._output = (
             OutputSchema(spec.output_type)
             if spec.output_type is not None and spec.output_type is not str
             else None
         )
-        self._use_output_tool = self._output is not None and bool(self._tools or self._subagents)
+        self._use_output_tool = self._output is not None and bool(
+            self._tools or self._subagents or self._views
+        )
         self._text_schema = (
             self._output.json_schema if self._output and not self._use_output_tool else None
         )
-        self._definitions = tuple(
-            [t.definition for t in self._tools.values()]
-            + [subagent_definition(s) for s in self._subagents.values()]
-            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        self._output_note = ""
+        if self._output is not None and not self._use_output_tool:
+            # Without a final-result tool the schema would otherwise never reach the model.
+            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
+            self._output_note = (
+                f"Give your final answer as JSON only, matching this JSON schema: {schema}"
+            )
+        self._instructions_fn = spec._instructions_fn
+        self._static_overlay = (
+            None
+            if self._instructions_fn is not None
+            else _joined(cast("str | None", spec.instructions), self._output_note)
         )
+        self._definitions: tuple[ToolDefinition, ...] = ()
+        self._refresh_tools()
         self._run: _Run | None = None
         self._children_spawned = sum(
             1
@@ -144,6 +178,26 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.current_tool: str | None = None
         if context.suspended:
             self._restore_suspension()
+
+    def _refresh_tools(self) -> None:
+        """Take the toolsets' current tools (a cached read, never a wait) if they changed."""
+        listed = tuple(view.tools_nowait() for _, view in self._views)
+        if self._listed is not None and all(
+            a is b for a, b in zip(listed, self._listed, strict=True)
+        ):
+            return
+        self._listed = listed
+        if self._views:
+            self._tools = merge_tools(
+                self._static_tools,
+                [(name, tools) for (name, _), tools in zip(self._views, listed, strict=True)],
+                [*self._subagents, *([FINAL_RESULT_TOOL] if self._use_output_tool else [])],
+            )
+        self._definitions = tuple(
+            [t.definition for t in self._tools.values()]
+            + [subagent_definition(s) for s in self._subagents.values()]
+            + ([self._output.tool] if self._output and self._use_output_tool else [])
+        )
 
     # -- public state -------------------------------------------------------------------------
 
@@ -218,20 +272,41 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             start_seq=len(ctx.events),
         )
         ctx._record("turn_start", {"run_id": run_id})
-        if not ctx.messages and (instructions := self._instructions()):
-            ctx.add_message(SystemMessage(content=instructions))
+        if not ctx.messages and self.spec.system_prompt:
+            ctx.add_message(SystemMessage(content=self.spec.system_prompt))
         ctx.add_message(UserMessage(content=message.prompt))
         return self._next_step()
 
-    def _instructions(self) -> str:
-        """The system prompt; in JSON-text output mode it also shows the model the schema."""
-        instructions = self.spec.instructions or ""
-        if self._output is not None and not self._use_output_tool:
-            # Without a final-result tool the schema would otherwise never reach the model.
-            schema = json.dumps(self._output.json_schema, separators=(",", ":"))
-            note = f"Give your final answer as JSON only, matching this JSON schema: {schema}"
-            instructions = f"{instructions}\n\n{note}" if instructions else note
-        return instructions
+    def _overlay(self) -> str | RunFailedError | None:
+        """The instructions function's text for the next request (with the JSON-text note)."""
+        function = self._instructions_fn
+        assert function is not None
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        run_ctx: RunContext[Any] = RunContext(
+            tool_context=self.tool_view if self.tool_view is not None else _NO_TOOL_CONTEXT,
+            metadata=ctx.metadata_snapshot(),
+            agent_id=ctx.agent_id,
+            parent_id=ctx.parent_id,
+            run_id=run.run_id,
+            usage=ctx.usage,
+            cancellation=run.token,
+        )
+        try:
+            text = function(run_ctx)
+        except Exception as exc:  # the user's function: its failure ends the run, typed
+            error = RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function failed: {exception_text(exc)}"
+            )
+            error.__cause__ = exc
+            return error
+        if text is not None and not isinstance(text, str):
+            return RunFailedError(
+                f"agent {ctx.agent_id!r}: its instructions function returned a "
+                f"{type(text).__name__}; it must return a string or None"
+            )
+        return _joined(text, self._output_note)
 
     # -- model steps --------------------------------------------------------------------------
 
@@ -281,8 +356,17 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             )
         if problem := self._usage_problem(before_request=True):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
+        if self._instructions_fn is None:
+            ctx.put_system_prompt_overlay(self._static_overlay)
+        else:
+            overlay = self._overlay()
+            if isinstance(overlay, RunFailedError):
+                return self._fail(overlay, reason="error")
+            ctx.put_system_prompt_overlay(overlay)
         run.step += 1
         run.calls = {}
+        run.chains = {}
+        self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         ctx._record(
             "request_header",
@@ -302,7 +386,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
-            _log.debug("late model reply discarded", agent_id=self.ctx.agent_id)
+            self.log.debug("late model reply discarded", step=message.step)
             return []
         if not run.awaiting_model:
             return []
@@ -312,7 +396,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             error = message.error or RuntimeError("model returned nothing")
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
-                f"agent {ctx.agent_id!r}: the model failed: {type(error).__name__}: {error}"
+                f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
             )
             failure.__cause__ = error
             return self._fail(failure, reason="error")
@@ -374,7 +458,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         for call in calls:
             if call.id in seen:
                 # A provider bug; answering the first is all a transcript can hold.
-                _log.warning("duplicate tool call id ignored", tool_call_id=call.id)
+                self.log.warning("duplicate tool call id ignored", tool_call_id=call.id)
                 continue
             seen.add(call.id)
             if final_given:
@@ -412,7 +496,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                     )
                     self._park(slot, request, approval=True)
                     continue
-                effects.append(self._call_tool(slot, tool, call.arguments, snapshot, None))
+                effects.extend(self._launch(slot, tool, call.arguments, snapshot, None))
         effects.extend(self._settle())
         return effects
 
@@ -503,7 +587,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         self.ctx._record("tool_call", data)
         ctx = self.ctx.run_context(
             slot.call,
-            tool_context=self.tool_context,
+            tool_context=self.tool_view,
             metadata=snapshot,
             retry=run.retries.get(tool.name, 0),
             timeout=timeout,
@@ -517,15 +601,15 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         run = self._run
         slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
         if slot is None or slot.state != "running":
-            _log.info(
-                "late tool result discarded", agent_id=self.ctx.agent_id, tool_call_id=call_id
-            )
+            self.log.info("late tool result discarded", tool_call_id=call_id)
             return []
         if outcome.pending is not None:
             self._park(slot, outcome.pending)
         else:
             slot.outcome, slot.state = outcome, "done"
-        return self._settle()
+        assert run is not None
+        started = self._advance(slot, outcome) if run.chains else []
+        return [*started, *self._settle()]
 
     def _settle(self) -> list[Effect]:
         """Once no call is running: apply results in call order, then suspend or go on."""
@@ -536,6 +620,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
             return []
         self.current_tool = None
         ctx = self.ctx
+        sets: list[tuple[str, ContextUpdate]] = []
         # Completions arrive in any order; everything is logged here, in call order.
         for slot in calls:
             if slot.child_note is not None:
@@ -553,6 +638,10 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                     ctx.apply_update(outcome.update, source=slot.call.id)
                 except InvalidUpdateError as exc:
                     content, is_error = f"The tool's context update failed: {exc}", True
+                else:
+                    name = slot.call.name
+                    sequential = name in run.chains  # its calls saw each other's updates
+                    sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
             ctx.add_message(
                 ToolResultMessage(
                     tool_call_id=slot.call.id,
@@ -562,6 +651,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
                 )
             )
             slot.state = "applied"
+        if len(sets) > 1 and (clashes := clashing_sets(sets)):
+            warn_clashing_sets(ctx.agent_id, clashes)
         if self.approval_handler:
             asks: list[Effect] = []
             for slot in calls:
@@ -652,6 +743,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
 
         self.ctx.patch_dangling_tool_calls(content)
         run.calls = {}
+        run.chains = {}
         return effects
 
     def _fail(self, error: ActorsError, reason: str) -> list[Effect]:
@@ -659,7 +751,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         assert run is not None
         run.token.cancel(reason)
         effects = self._close_open_calls(f"the run stopped ({type(error).__name__})")
-        self.ctx._record("error", {"type": type(error).__name__, "message": str(error)})
+        self.ctx._record(
+            "error", {"type": type(error).__name__, "message": exception_message(error)}
+        )
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
             error.messages = tuple(self.ctx.messages)
@@ -693,3 +787,9 @@ class AgentLoop(SuspensionMixin, ChildrenMixin):
         for message in run.steering:
             self.ctx.add_message(message, source="steer")
         run.steering.clear()
+
+
+def _joined(instructions: str | None, note: str) -> str | None:
+    if instructions and note:
+        return f"{instructions}\n\n{note}"
+    return instructions or note or None

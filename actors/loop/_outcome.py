@@ -8,6 +8,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel
 
+from actors._safe import exception_text
 from actors.context._suspension import Pending
 from actors.context._update import ContextUpdate
 from actors.exceptions import Cancelled, InvalidUpdateError
@@ -72,6 +73,4 @@ def outcome_of_error(exc: BaseException, timeout: float | None = None) -> ToolOu
         return ToolOutcome(content=f"Tool timed out after {timeout:g} s", is_error=True)
     if isinstance(exc, Cancelled):
         return ToolOutcome(content=f"Tool was cancelled: {exc.reason}", is_error=True)
-    text = str(exc)
-    name = type(exc).__name__
-    return ToolOutcome(content=f"{name}: {text}" if text else name, is_error=True)
+    return ToolOutcome(content=exception_text(exc), is_error=True)

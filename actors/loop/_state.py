@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from actors._logging import LazyLogger, get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._messages import ToolCall, UserMessage
@@ -25,6 +27,8 @@ __all__ = [
 ]
 
 LoopStatus = Literal["idle", "running", "suspended"]
+
+_log = get_logger("actors.agent")
 
 NOT_EXECUTED = "Tool call was not executed: {reason}"
 INTERRUPTED = "Tool call was interrupted before it finished (it may have had effects): {reason}"
@@ -55,7 +59,7 @@ class _Call:
     """One tool (or subagent) call of the current step, and what became of it."""
 
     call: ToolCall
-    state: Literal["running", "done", "parked", "applied"] = "running"
+    state: Literal["running", "queued", "done", "parked", "applied"] = "running"
     outcome: ToolOutcome | None = None
     token: CancellationToken | None = None
     request: Request | None = None  # the open request of a parked call
@@ -65,6 +69,15 @@ class _Call:
     unlogged: bool = False  # parked, its `suspended` event not yet written
     child_note: dict[str, Any] | None = None  # a `subagent_finished` event not yet written
     child_usage: Usage | None = None  # a suspended child's tree usage so far
+
+
+@dataclass(slots=True)
+class _Chain:
+    """The calls of one sequential tool in the current step: one runs, the others wait."""
+
+    snapshot: Mapping[str, Any]  # what the next call sees: the step's, plus earlier updates
+    busy: bool = False
+    waiting: deque[tuple[_Call, Mapping[str, Any], Answer | None]] = field(default_factory=deque)
 
 
 @dataclass(slots=True)
@@ -86,6 +99,7 @@ class _Run:
     validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False
     delegated: set[str] = field(default_factory=set)  # children started by tools, running
+    chains: dict[str, _Chain] = field(default_factory=dict)  # by sequential tool name
 
 
 class _LoopCore:
@@ -113,6 +127,12 @@ class _LoopCore:
     def status(self) -> LoopStatus:
         raise NotImplementedError
 
+    @property
+    def log(self) -> LazyLogger:
+        """The agent's logger, with its ids bound (and the run's, while one is in progress)."""
+        run_id = self._run.run_id if self._run is not None else self.ctx.run_id
+        return _log.bind(agent_id=self.ctx.agent_id, parent_id=self.ctx.parent_id, run_id=run_id)
+
     def next_run_id(self) -> str:
         raise NotImplementedError
 
@@ -127,4 +147,14 @@ class _LoopCore:
         snapshot: Mapping[str, Any],
         answer: Answer | None,
     ) -> CallTool:
+        raise NotImplementedError
+
+    def _launch(
+        self,
+        slot: _Call,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        snapshot: Mapping[str, Any],
+        answer: Answer | None,
+    ) -> list[Effect]:
         raise NotImplementedError

@@ -6,13 +6,30 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from actors._safe import exception_text
+from actors.context._read_only import read_only
 from actors.loop._agent import Subagent
 from actors.loop._outcome import render
 from actors.loop._tools import describe_validation_error
 from actors.loop._types import ChildFinished, ToolOutcome
 from actors.models._model import ToolDefinition
 
-__all__ = ["child_outcome", "subagent_definition", "validate_task"]
+__all__ = ["child_outcome", "child_tool_context", "subagent_definition", "validate_task"]
+
+
+def child_tool_context(subagent: Subagent, parent_tool_context: Any) -> Any:
+    """The tool_context a child spawned for ``subagent`` gets: the parent's, or narrowed.
+
+    The narrowing function sees the parent's tool_context as tools do (a mapping as a
+    read-only view), so it cannot change what the parent holds.
+
+    Raises:
+        Exception: whatever the subagent's ``tool_context`` function raised.
+    """
+    narrow = subagent.tool_context
+    if narrow is None:
+        return parent_tool_context
+    return narrow(read_only(parent_tool_context))
 
 
 def subagent_definition(subagent: Subagent) -> ToolDefinition:
@@ -62,7 +79,7 @@ def child_outcome(name: str, message: ChildFinished) -> ToolOutcome:
     """The parent's tool result for a child's run that ended (not suspended)."""
     result, error = message.result, message.error
     if error is not None or result is None:
-        cause = f"{type(error).__name__}: {error}" if error is not None else "no result"
+        cause = exception_text(error) if error is not None else "no result"
         return ToolOutcome(
             f"Subagent {name!r} ({message.child_id}) failed: {cause}", True, output=None
         )

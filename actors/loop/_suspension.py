@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
 from actors.context._json import JsonError, json_copy
 from actors.context._messages import ToolCall, UserMessage
@@ -19,8 +18,6 @@ from actors.loop._tools import describe_validation_error
 from actors.loop._types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
 
 __all__ = ["SuspensionMixin"]
-
-_log = get_logger("actors.agent")
 
 
 class SuspensionMixin(_LoopCore):
@@ -68,7 +65,7 @@ class SuspensionMixin(_LoopCore):
         run = self._run
         slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
         if slot is None or not slot.approval or slot.state != "running" or slot.request is None:
-            _log.info("late approval discarded", agent_id=self.ctx.agent_id)
+            self.log.info("late approval discarded", tool_call_id=message.call_id)
             return []
         answer = message.answer
         self.ctx._record(
@@ -211,4 +208,4 @@ class SuspensionMixin(_LoopCore):
                     slot.state = "done"
                     return []
                 arguments = answer.arguments
-        return [self._call_tool(slot, tool, arguments, snapshot, answer)]
+        return self._launch(slot, tool, arguments, snapshot, answer)

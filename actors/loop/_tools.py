@@ -58,6 +58,10 @@ class Tool:
             fails; None uses the agent's ``tool_retries``.
         timeout: Seconds before a call is abandoned; None uses the agent's ``tool_timeout``.
         requires_approval: Whether a call must be approved by the host before it runs.
+        sequential: Whether the calls of this tool in one model reply run one after another
+            (in call order) instead of in parallel, each seeing the metadata updates of the
+            ones before it in its ``ctx.metadata`` snapshot: the way to read a value, change
+            it and write it back when the model calls the tool several times at once.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Tool:
     max_retries: int | None = None
     timeout: float | None = None
     requires_approval: bool = False
+    sequential: bool = False
 
     @classmethod
     def from_function(
@@ -81,6 +86,7 @@ class Tool:
         max_retries: int | None = None,
         timeout: float | None = None,
         requires_approval: bool = False,
+        sequential: bool = False,
     ) -> Tool:
         """Make a tool of ``function``.
 
@@ -91,6 +97,8 @@ class Tool:
             max_retries: The validation retry budget (default: the agent's ``tool_retries``).
             timeout: Seconds before a call is abandoned (default: the agent's ``tool_timeout``).
             requires_approval: Hold every call until the host approves it.
+            sequential: Run the calls of one model reply one after another, each seeing the
+                updates of the ones before it.
 
         Raises:
             ToolDefinitionError: the function cannot become a tool (e.g. ``*args``, or a hint
@@ -107,6 +115,11 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: timeout must be positive, got {timeout}"
             )
+        for flag, value in (("requires_approval", requires_approval), ("sequential", sequential)):
+            if not isinstance(value, bool):
+                raise ToolDefinitionError(
+                    f"tool {tool_name!r}: {flag} must be a bool, got {value!r}"
+                )
         summary, arg_docs = parse_docstring(inspect.getdoc(function))
         signature = inspect.signature(function)
         try:
@@ -175,6 +188,57 @@ class Tool:
             max_retries=max_retries,
             timeout=timeout,
             requires_approval=requires_approval,
+            sequential=sequential,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        function: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        requires_approval: bool = False,
+    ) -> Tool:
+        """Make a tool whose arguments are described by a JSON schema, not by type hints.
+
+        The schema is shown to the model as given; the arguments are passed through unchecked
+        (only as a JSON object) to ``function(ctx, **arguments)``, which validates them or
+        lets a remote service do it. Toolsets such as MCP servers build their tools this way.
+
+        Args:
+            name: The name the model calls it by.
+            description: What the model reads about it.
+            parameters: The JSON schema of its arguments (an object schema).
+            function: ``async def function(ctx: RunContext, **arguments)`` (or sync).
+            timeout: Seconds before a call is abandoned (default: the agent's
+                ``tool_timeout``).
+            requires_approval: Hold every call until the host approves it.
+
+        Raises:
+            ToolDefinitionError: the name or the schema cannot be used.
+        """
+        if not name or not name.replace("_", "a").replace("-", "a").isalnum():
+            raise ToolDefinitionError(f"tool name {name!r} must be letters, digits, '_' or '-'")
+        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+            raise ToolDefinitionError(f"tool {name!r}: its parameters must be an object schema")
+        schema = dict(parameters)
+        schema.pop("title", None)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        args_model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="allow"))
+        return cls(
+            name=name,
+            description=description,
+            function=function,
+            args_model=args_model,
+            parameters=schema,
+            takes_ctx=True,
+            is_async=inspect.iscoroutinefunction(function),
+            timeout=timeout,
+            requires_approval=requires_approval,
         )
 
     @property
@@ -189,7 +253,10 @@ class Tool:
             pydantic.ValidationError: the arguments do not fit the function's hints.
         """
         model = self.args_model.model_validate(dict(arguments))
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        # Extra arguments exist only for schema-described tools (`from_schema`), which take
+        # them all; a tool built from a function forbids them.
+        extra = model.model_extra or {}
+        return {**{name: getattr(model, name) for name in type(model).model_fields}, **extra}
 
     def invoke(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
         """Call the function with validated ``arguments`` (returns an awaitable if async)."""
@@ -219,6 +286,7 @@ def tool(
     max_retries: int | None = None,
     timeout: float | None = None,
     requires_approval: bool = False,
+    sequential: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -231,6 +299,7 @@ def tool(
     max_retries: int | None = None,
     timeout: float | None = None,
     requires_approval: bool = False,
+    sequential: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a `Tool`; use bare (``@tool``) or with options (``@tool(...)``).
 
@@ -256,6 +325,7 @@ def tool(
             max_retries=max_retries,
             timeout=timeout,
             requires_approval=requires_approval,
+            sequential=sequential,
         )
 
     if function is not None:

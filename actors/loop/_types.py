@@ -148,7 +148,11 @@ class CallTool:
 
 @dataclass(frozen=True, slots=True)
 class RunChild:
-    """Start (or, for a kept child, continue) a child agent on a task."""
+    """Start (or, for a kept child, continue) a child agent on a task.
+
+    ``tool_context`` is the child's, worked out by the loop (forwarded or narrowed by the
+    subagent's ``tool_context`` function): a host spawning the child hands it this one.
+    """
 
     run_id: str
     call_id: str
@@ -158,6 +162,7 @@ class RunChild:
     metadata: Mapping[str, Any]
     timeout: float
     spawn: bool
+    tool_context: Any
 
 
 @dataclass(frozen=True, slots=True)

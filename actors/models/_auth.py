@@ -9,7 +9,9 @@ import httpx
 
 from actors.exceptions import ModelAuthenticationError
 
-__all__ = ["ApiKey", "ApiKeySource", "HeaderAuth", "KeyResolver"]
+__all__ = ["ApiKey", "ApiKeySource", "HeaderAuth", "KeyResolver", "display_url"]
+
+_CUT = "…"  # how `excerpt` marks text it cut short
 
 ApiKeySource = str | Callable[[], str | None] | None
 """An API key, a function returning one (read on every request), or None for the environment."""
@@ -28,8 +30,33 @@ class ApiKey:
         return self._value
 
     def redact(self, text: str) -> str:
-        """``text`` with every occurrence of the key masked (servers sometimes echo it)."""
-        return text.replace(self._value, "***") if self._value else text
+        """``text`` with every occurrence of the key masked (servers sometimes echo it).
+
+        The start of a key cut short where a text was cut (marked ``…``) is masked too: text
+        is masked before it is cut, but a provider's parser may have cut a message it did not
+        know held the key.
+
+        Example:
+            >>> key = ApiKey("sk-abcdef123456")
+            >>> key.redact("bad key sk-abcdef123456 given")
+            'bad key *** given'
+            >>> key.redact("bad key sk-abcd…")
+            'bad key ***…'
+        """
+        if not self._value:
+            return text
+        text = text.replace(self._value, "***")
+        if _CUT in text:
+            text = _CUT.join(self._mask_tail(part) for part in text.split(_CUT))
+        return text
+
+    def _mask_tail(self, part: str) -> str:
+        """``part`` with the longest start of the key it ends with masked."""
+        key = self._value
+        for size in range(min(len(key) - 1, len(part)), 0, -1):
+            if part.endswith(key[:size]):
+                return part[:-size] + "***"
+        return part
 
     def __repr__(self) -> str:
         return "ApiKey('***')"
@@ -105,3 +132,20 @@ class HeaderAuth(httpx.Auth):
 
     def __repr__(self) -> str:
         return f"HeaderAuth({self._header!r}, ***)"
+
+
+def display_url(url: str) -> str:
+    """``url`` as reprs show it: a password and the query's values masked.
+
+    A base URL sometimes carries a credential (``https://user:token@host``, ``?key=...``).
+    """
+    try:
+        parsed = httpx.URL(url)
+        if parsed.password:
+            parsed = parsed.copy_with(userinfo=f"{parsed.username}:***".encode())
+        if parsed.query:
+            masked = b"&".join(name.encode() + b"=***" for name in parsed.params)
+            parsed = parsed.copy_with(query=masked)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "<a URL that cannot be parsed>"
+    return str(parsed)

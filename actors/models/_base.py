@@ -14,7 +14,7 @@ import httpx
 
 from actors._logging import get_logger
 from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse, UserError
-from actors.models._auth import ApiKey, KeyResolver
+from actors.models._auth import ApiKey, KeyResolver, display_url
 from actors.models._errors import (
     excerpt,
     malformed,
@@ -207,7 +207,8 @@ class HTTPModel(ABC):
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._model_name!r}, base_url={self._base_url!r})"
+        url = display_url(self._base_url)
+        return f"{type(self).__name__}({self._model_name!r}, base_url={url!r})"
 
     def __getstate__(self) -> dict[str, Any]:
         # A client cannot cross processes, and a key given as a plain string never travels in
@@ -336,7 +337,7 @@ class HTTPModel(ABC):
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:
-            text = redact(key, excerpt(raw.decode("utf-8", "replace"), 200))
+            text = excerpt(redact(key, raw.decode("utf-8", "replace")), 200)
             raise UnexpectedModelResponse(
                 f"{self.name} answered with malformed JSON: {text}"
             ) from exc

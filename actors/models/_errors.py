@@ -2,7 +2,8 @@
 
 Whatever a server or the network does, `request()` raises a `ModelError` (or `Cancelled`):
 these functions decide which one, and whether the retry loop may try again. Every text taken
-from a reply is cut short and has the key masked, since servers sometimes echo it.
+from a reply has the key masked, then is cut short (in that order: a key straddling the cut
+would survive in part), since servers sometimes echo it.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ async def status_error(response: httpx.Response, key: ApiKey | None) -> Exceptio
                 break
     except httpx.HTTPError:
         pass  # The status says enough; a body cut short only shortens the excerpt.
-    body = redact(key, excerpt(b"".join(chunks).decode("utf-8", "replace")))
+    # Mask first, then cut: a key straddling the cut would otherwise survive in part.
+    body = excerpt(redact(key, b"".join(chunks).decode("utf-8", "replace")))
     status = response.status_code
     message = f"HTTP {status} from {response.request.url.host}: {body or response.reason_phrase}"
     if status in (401, 403):

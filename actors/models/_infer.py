@@ -10,6 +10,7 @@ from actors.models._anthropic import AnthropicModel
 from actors.models._auth import ApiKeySource
 from actors.models._model import Model
 from actors.models._openai import OpenAIChatModel
+from actors.models._test_models import TestModel
 
 __all__ = ["KNOWN_PROVIDERS", "infer_model"]
 
@@ -40,6 +41,8 @@ def infer_model(
       ``base_url=``): any server speaking Chat Completions (vLLM, llama.cpp, LM Studio, ...);
       a key only if ``api_key`` is given.
 
+    - ``"test"``: a `TestModel` (offline; for test suites, e.g. as ``ACTORS_DEFAULT_MODEL``).
+
     Keys are read when a request is sent, not here, so a spec can be turned into a model
     before the key is set.
 
@@ -61,6 +64,8 @@ def infer_model(
         if isinstance(spec, Model):
             return spec
         raise UserError(f"a model must be a Model or a 'provider:model' string, got {spec!r}")
+    if spec.strip() == "test":
+        return TestModel()
     provider, colon, name = spec.strip().partition(":")
     provider = provider.strip().lower()
     name = name.strip()
@@ -68,7 +73,7 @@ def infer_model(
     if not colon or provider not in KNOWN_PROVIDERS:
         raise UserError(
             f"cannot tell the provider of model {spec!r}: write 'provider:model', "
-            f"with provider one of {known}"
+            f"with provider one of {known} (or 'test' for a TestModel)"
         )
     if provider == "openai-compatible" and base_url is None:
         match = _AT_URL.match(name)

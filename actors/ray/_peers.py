@@ -31,7 +31,7 @@ from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
 from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
-from actors.ray._wire import ChildEnd, TreeSeed, WireReply, portable_error
+from actors.ray._wire import ChildEnd, TreeSeed, WireReply, check_travels, portable_error
 from actors.runtime._host import DelegateDone, DelegateReply, ExpireRun, ParentReply, settle
 from actors.runtime._node import AgentNode
 from actors.runtime._stream import StreamEvent, TreeStream
@@ -299,6 +299,14 @@ class HostPeers:
         if host == self.server.index:
             return None  # its turn of the rotation is this host
         seed = self.server.seed_of(child.tree)
+        if child.tool_context is not self.server.context_of(child.tree):
+            # Narrowed by its Subagent: what it got travels as it is, if it can.
+            check_travels(
+                child.tool_context,
+                f"the tool_context of subagent {child.name!r} (narrowed by its Subagent)",
+                "narrow to plain values, or place the subagent with its parent",
+            )
+            seed = dataclasses.replace(seed, tool_context=child.tool_context, narrowed=True)
         adopt = Adopt(
             seed=seed,
             parent_host=self.server.index,

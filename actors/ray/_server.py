@@ -87,9 +87,13 @@ class HostServer:
             default_model=config.default_model,
             peers=self.peers,
         )
+        # The hosts of a runtime write a session together (a spread child's host writes its
+        # own agents' logs): none of them holds it alone (`SessionStore.acquire`).
+        self.local.exclusive = False
         self._lock = threading.Lock()
         self._stores: dict[str, SessionStore] = {}
         self.seeds: dict[str, TreeSeed] = {}  # by the id of the root of a tree on this host
+        self._contexts: dict[str, Any] = {}  # what the tools of each such tree see here
         self.parent_hosts: dict[str, int] = {}  # adopted child id -> its parent's host
         self.outboxes: dict[str, Outbox] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
@@ -109,7 +113,9 @@ class HostServer:
     def tool_context(self, seed: TreeSeed) -> Any:
         """What the tools of a tree that arrived here see as ``tool_context``."""
         factory = self.config.tool_context_factory
-        return factory(seed.tool_context) if factory is not None else seed.tool_context
+        if factory is None or seed.narrowed:
+            return seed.tool_context
+        return factory(seed.tool_context)
 
     def seed_of(self, tree: Tree) -> TreeSeed:
         """The seed of a tree of this host (for a child it sends elsewhere)."""
@@ -117,14 +123,23 @@ class HostServer:
         assert seed is not None, f"no seed for tree {tree.root_id!r}"
         return seed
 
-    def _remember(self, root_id: str, seed: TreeSeed) -> None:
+    def context_of(self, tree: Tree) -> Any:
+        """The ``tool_context`` this host built for a tree.
+
+        A child whose ``tool_context`` is another object was narrowed by its `Subagent`.
+        """
+        return self._contexts.get(tree.root_id)
+
+    def _remember(self, root_id: str, seed: TreeSeed, context: Any) -> None:
         with self._lock:
             self.seeds[root_id] = seed
+            self._contexts[root_id] = context
             if len(self.seeds) > 64 and len(self.seeds) > 2 * len(self.local.nodes):
                 with self.local.lock:
                     alive = set(self.local.nodes)
                 for key in [k for k in self.seeds if k not in alive and k != root_id]:
                     del self.seeds[key]
+                    self._contexts.pop(key, None)
                 for key in [k for k in self.parent_hosts if k not in alive]:
                     del self.parent_hosts[key]
 
@@ -134,31 +149,33 @@ class HostServer:
         """Start a root agent under the id the driver chose."""
         local = self.local
         local.reserve(agent_id)
+        context = self.tool_context(seed)
         node = local.spawn_root(
             spec,
             agent_id=agent_id,
-            tool_context=self.tool_context(seed),
+            tool_context=context,
             metadata=metadata,
             store=self.store_of(seed.store),
             session_id=seed.session_id,
             approval_handler=seed.approval_handler,
         )
-        self._remember(agent_id, dataclasses.replace(seed, session_id=node.session_id))
+        self._remember(agent_id, dataclasses.replace(seed, session_id=node.session_id), context)
         return RootInfo(agent_id, node.name, node.session_id)
 
     def restore(self, session_id: str, specs: Sequence[Agent[Any]], seed: TreeSeed) -> RootInfo:
         """Rebuild a stored tree here (see `Runtime.restore`)."""
         store = self.store_of(seed.store)
         assert store is not None
+        context = self.tool_context(seed)
         node = restore_tree(
             self.local,
             session_id,
             store=store,
             agents=list(specs),
-            tool_context=self.tool_context(seed),
+            tool_context=context,
             approval_handler=seed.approval_handler,
         )
-        self._remember(node.agent_id, seed)
+        self._remember(node.agent_id, seed, context)
         return RootInfo(node.agent_id, node.name, session_id)
 
     def adopt(self, child_id: str, adopt: Adopt) -> None:
@@ -194,7 +211,7 @@ class HostServer:
             limits=self.local.limits,
             approval_handler=seed.approval_handler is not None,
         )
-        self._remember(child_id, seed)
+        self._remember(child_id, seed, node.tool_context)
         self.parent_hosts[child_id] = adopt.parent_host
         self.local.reserve(child_id)
         self.local.start(node, loop)

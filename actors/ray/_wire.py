@@ -193,12 +193,15 @@ class TreeSeed:
         tool_context: The tree's ``tool_context`` as the caller gave it (the host's
             ``tool_context_factory`` turns it into what tools see there).
         approval_handler: The tree's in-process approval handler, or None.
+        narrowed: Whether ``tool_context`` is what a `Subagent`'s ``tool_context`` function
+            made of its parent's: it is used as it arrived, never given to the factory.
     """
 
     store: StoreRecipe | None
     session_id: str | None
     tool_context: Any = dataclasses.field(repr=False)
     approval_handler: ApprovalHandler | None = None
+    narrowed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.runtime._cell import AgentCell
+from actors.runtime._host import Passivate, settle
 from actors.runtime._mailbox import Dispatcher
 from actors.runtime._node import AgentNode
 from actors.runtime._pooled import PooledActor
@@ -31,6 +32,14 @@ class AgentActor(PooledActor):
 
     def on_receive(self, message: Any) -> Any:
         cell = self.actors_cell
+        if isinstance(message, Passivate):
+            if cell.idle:
+                cell.passivating = True
+                self._stop()  # in this turn: nothing can slip in between the check and the stop
+                settle(message.future, result=True)
+            else:
+                settle(message.future, result=False)
+            return None
         try:
             return cell.receive(message)
         finally:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
 from actors.loop._loop import AgentLoop
@@ -102,7 +103,9 @@ class AgentCell:
         self.waiting: list[Reply] = []
         # Runs a parent's deadline cancelled: their end is reported as this timeout, once.
         self.timed_out: dict[Reply, RunTimeoutError] = {}
-        self.log = _log.bind(agent_id=node.agent_id, parent_id=node.parent_id)
+        self.log = _log.bind(
+            agent_id=node.agent_id, parent_id=node.parent_id, session_id=node.session_id
+        )
         self.passivating = False  # the next stop puts the agent to sleep in its store
         loop.ctx.subscribe(node.publish_event)
 
@@ -187,7 +190,9 @@ class AgentCell:
         return True
 
     def _crash(self, exc: Exception) -> list[Effect]:
-        error = RunFailedError(f"agent {self.node.agent_id!r} failed internally: {exc!r}")
+        error = RunFailedError(
+            f"agent {self.node.agent_id!r} failed internally: {exception_text(exc)}"
+        )
         error.__cause__ = exc
         loop = self.loop
         try:
@@ -322,7 +327,7 @@ class AgentCell:
     def _delegate_done(self, message: DelegateDone) -> None:
         result, error, future = message.result, message.error, message.reply.future
         status = result.status if result is not None else "failed"
-        detail = f"{type(error).__name__}: {error}" if error is not None else None
+        detail = exception_text(error) if error is not None else None
         try:
             self.loop.end_delegation(message.reply.child_id, status, message.tree_usage, detail)
         except Exception:

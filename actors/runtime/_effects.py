@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from actors._logging import get_logger
+from actors._safe import exception_text
 from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Request
 from actors.exceptions import Cancelled
@@ -47,6 +48,7 @@ def _tool_failed(name: str, ctx: RunContext[Any], exc: BaseException) -> ToolOut
         "tool raised",
         tool=name,
         agent_id=ctx.agent_id,
+        parent_id=ctx.parent_id,
         run_id=ctx.run_id,
         tool_call_id=ctx.tool_call_id,
         exc_info=exc,
@@ -60,7 +62,7 @@ def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
         decision: object = handler(request)
     except Exception as exc:  # a failing handler denies: deny-by-default
         _log.warning("approval handler raised", exc_info=exc)
-        return Answer(ok=False, reason=f"the approval handler failed: {type(exc).__name__}: {exc}")
+        return Answer(ok=False, reason=f"the approval handler failed: {exception_text(exc)}")
     if isinstance(decision, bool):
         return Answer(ok=decision)
     if isinstance(decision, Answer):

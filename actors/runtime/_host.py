@@ -37,6 +37,7 @@ __all__ = [
     "HostReply",
     "OpenStream",
     "ParentReply",
+    "Passivate",
     "Peers",
     "Query",
     "Reply",
@@ -116,6 +117,16 @@ class OpenStream:
 
     stream: TreeStream
     closer: list[Callable[[], None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Passivate:
+    """Sleep now if idle: the agent stops in this turn, logging ``passivated``.
+
+    ``future`` gets whether it did.
+    """
+
+    future: concurrent.futures.Future[bool]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,10 @@ from actors.context._events import Clock
 from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent
+from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
+from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,
@@ -42,7 +44,6 @@ from actors.loop._types import (
     ToolFinished,
 )
 from actors.models._model import Model
-from actors.models._test_models import TestModel
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, decide_approval
 from actors.runtime._host import Delegate, DelegateDone, DelegateReply, ParentReply, settle
@@ -69,8 +70,10 @@ class InlineHost:
         limits: TreeLimits | None = None,
         approval_handler: ApprovalHandler | None = None,
         default_model: Model | None = None,
+        toolsets: ToolsetHost | None = None,
     ) -> None:
         self.clock = clock
+        self.toolsets = toolsets
         self.limits = limits or TreeLimits()
         self.default_model = default_model
         self.approval_handler = approval_handler
@@ -89,12 +92,8 @@ class InlineHost:
     # -- agents -------------------------------------------------------------------------------
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses."""
-        model = spec.model
-        if model is None:
-            return self.default_model if self.default_model is not None else TestModel()
-        assert not isinstance(model, str)
-        return model
+        """The model an agent of ``spec`` uses: its own, the default, or the environment's."""
+        return resolve_model(spec, self.default_model)
 
     def add(self, node: AgentNode, context: AgentContext) -> AgentCell:
         """Host a fresh agent."""
@@ -106,6 +105,7 @@ class InlineHost:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            toolsets=self.toolsets,
         )
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
@@ -254,7 +254,12 @@ class InlineHost:
     # -- children -----------------------------------------------------------------------------
 
     def _child(
-        self, parent: AgentNode, child_id: str, spec: Agent[Any], metadata: Mapping[str, Any]
+        self,
+        parent: AgentNode,
+        child_id: str,
+        spec: Agent[Any],
+        metadata: Mapping[str, Any],
+        tool_context: Any,
     ) -> AgentCell:
         context = AgentContext(
             child_id,
@@ -270,7 +275,7 @@ class InlineHost:
             parent.agent_id,
             parent.depth + 1,
             spec,
-            parent.tool_context,
+            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
             parent.tree,
             path=(*parent.path, child_id),
             position=parent.tree.next_position(),
@@ -291,7 +296,13 @@ class InlineHost:
                     ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
                 )
                 return
-            child = self._child(parent, effect.child_id, effect.subagent.agent, effect.metadata)
+            child = self._child(
+                parent,
+                effect.child_id,
+                effect.subagent.agent,
+                effect.metadata,
+                effect.tool_context,
+            )
             child.node.keep = effect.subagent.keep
         self.tell(effect.child_id, StartRun(effect.task, "", reply))
 
@@ -310,6 +321,12 @@ class InlineHost:
         ) -> concurrent.futures.Future[Any]:
             # The child runs here, to its end, before the tool goes on.
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            if self.toolsets is not None:
+                try:
+                    self.toolsets.prepare(agent)
+                except Exception as exc:
+                    settle(future, error=exc)
+                    return future
             self.start_delegation(cell, Delegate(agent, task, future, cell.loop.ctx.metadata, 0))
             self.pump(until=future.done)
             if not future.done():
@@ -325,7 +342,7 @@ class InlineHost:
         if child_id is None or refusal is not None:
             settle(message.future, error=UserError(f"delegation refused: {refusal}"))
             return
-        self._child(parent, child_id, message.agent, message.metadata)
+        self._child(parent, child_id, message.agent, message.metadata, parent.tool_context)
         reply = DelegateReply(parent.agent_id, child_id, message.future)
         self.tell(child_id, StartRun(message.task, "", reply))
 

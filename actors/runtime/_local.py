@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import gc
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -24,7 +25,9 @@ from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._toolset import ToolsetHost
 from actors.loop._types import (
     AskApproval,
     CallModel,
@@ -38,7 +41,6 @@ from actors.loop._types import (
     StartRun,
 )
 from actors.models._model import Model
-from actors.models._test_models import TestModel
 from actors.runtime._actor import AgentActor
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, EffectRunner
@@ -54,6 +56,7 @@ from actors.runtime._host import (
 from actors.runtime._mailbox import Dispatcher
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._persist import persist
+from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
 from actors.runtime._virtual import Passivation
 from actors.store._protocol import SessionStore
@@ -94,6 +97,8 @@ class LocalHost:
         self.clock = clock
         self.default_model = default_model
         self.effects = EffectRunner(max_tool_threads)
+        # Toolsets (MCP servers): one connection per server for the host, on its loop.
+        self.toolsets = ToolsetHost(self.effects.loop)
         self.dispatcher = Dispatcher(workers)
         self.lock = threading.RLock()
         self.nodes: dict[str, AgentNode] = {}  # agents with a live actor
@@ -102,6 +107,9 @@ class LocalHost:
         self._reserved: set[str] = set()  # ids handed out, not yet registered
         self._counters: dict[str, int] = {}  # the next suffix of each name used
         self._closed = False
+        # Hold each session this host runs (SessionStore.acquire), so no other process writes it.
+        self.exclusive = True
+        self._all_stopped = threading.Event()  # set once shutdown has stopped every agent
         self.virtual = Passivation(self, idle_after)
 
     # -- state --------------------------------------------------------------------------------
@@ -162,12 +170,8 @@ class LocalHost:
         return entry[1]
 
     def resolve_model(self, spec: Agent[Any]) -> Model:
-        """The model an agent of ``spec`` uses."""
-        model = spec.model
-        if model is None:
-            return self.default_model if self.default_model is not None else TestModel()
-        assert not isinstance(model, str)  # resolved by the spec
-        return model
+        """The model an agent of ``spec`` uses: its own, the default, or the environment's."""
+        return resolve_model(spec, self.default_model)
 
     # -- starting agents ------------------------------------------------------------------------
 
@@ -231,6 +235,7 @@ class LocalHost:
             depth=node.depth,
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
+            toolsets=self.toolsets,
         )
 
     def spawn_root(
@@ -261,23 +266,47 @@ class LocalHost:
                 self.unreserve(agent_id)
                 raise
             node.buffer.extend(context.events)  # the initial metadata, logged before spawn
-        self.start(node, self.new_loop(node, context))
+        try:
+            self.start(node, self.new_loop(node, context))
+        except BaseException:
+            if store is not None and tree.session_id is not None:
+                self.release_session(store, tree.session_id)
+            raise
         return node
 
     def _open_session(
         self, tree: Tree, node: AgentNode, store: SessionStore, session_id: str | None
     ) -> None:
         tree.session_id = tree.incarnation = session_id or uuid.uuid4().hex
-        store.create_session(
-            tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
-        )
-        # A fresh context's events would collide with the stored ones at every seq.
-        if store.last_seq(tree.session_id, node.agent_id) >= 0:
-            raise UserError(
-                f"session {tree.session_id!r} already holds agent {node.agent_id!r}; continue "
-                "it with Runtime.restore or Runtime.open_session, or spawn with another "
-                "session_id"
+        # This process becomes the session's only writer (another holding it is refused here,
+        # before anything is written); a session live here already is held already.
+        claimed = self.session_root(store, tree.session_id) is None and self.exclusive
+        if claimed:
+            store.acquire(tree.session_id)
+        try:
+            store.create_session(
+                tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
             )
+            # A fresh context's events would collide with the stored ones at every seq.
+            if store.last_seq(tree.session_id, node.agent_id) >= 0:
+                raise UserError(
+                    f"session {tree.session_id!r} already holds agent {node.agent_id!r}; "
+                    "continue it with Runtime.restore or Runtime.open_session, or spawn with "
+                    "another session_id"
+                )
+        except BaseException:
+            if claimed:
+                store.release(tree.session_id)
+            raise
+
+    def release_session(self, store: SessionStore, session_id: str) -> None:
+        """Stop holding a session (its root stopped, or it sleeps); a failure is only logged."""
+        if not self.exclusive:
+            return
+        try:
+            store.release(session_id)
+        except Exception:
+            _log.exception("could not release a session", session_id=session_id)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -478,7 +507,12 @@ class LocalHost:
                 )
                 return
             child = self._spawn_child(
-                parent, effect.child_id, effect.subagent.agent, effect.metadata, effect.subagent
+                parent,
+                effect.child_id,
+                effect.subagent.agent,
+                effect.metadata,
+                effect.tool_context,
+                effect.subagent,
             )
             child.keep = effect.subagent.keep
         else:
@@ -501,6 +535,7 @@ class LocalHost:
         child_id: str,
         spec: Agent[Any],
         metadata: Mapping[str, Any],
+        tool_context: Any,
         subagent: Subagent | None = None,
     ) -> AgentNode:
         """Start a child whose tree slot is claimed already (here, or where `Peers` places it)."""
@@ -519,7 +554,7 @@ class LocalHost:
             parent.agent_id,
             parent.depth + 1,
             spec,
-            parent.tool_context,  # forwarded unchanged: the same object
+            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
             parent.tree,
             path=(*parent.path, child_id),
             counted=True,
@@ -600,11 +635,19 @@ class LocalHost:
             if timeout <= 0:
                 raise UserError(f"delegate() needs a positive timeout, got {timeout}")
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            # The child's deadline is armed when it starts, so the future always ends.
-            try:
-                self.send(agent_id, Delegate(agent, task, future, metadata, timeout))
-            except AgentStoppedError as exc:
-                settle(future, error=exc)
+            message = Delegate(agent, task, future, metadata, timeout)
+
+            def start(error: BaseException | None) -> None:  # once its MCP servers are open
+                if error is not None:
+                    settle(future, error=error)
+                    return
+                # The child's deadline is armed when it starts, so the future always ends.
+                try:
+                    self.send(agent_id, message)
+                except AgentStoppedError as exc:
+                    settle(future, error=exc)
+
+            self.toolsets.prepare_then(agent, start)
             return future
 
         return delegate
@@ -622,7 +665,9 @@ class LocalHost:
                 parent.tree.live -= 1
             settle(message.future, error=UserError(f"delegation refused: {problem}"))
             return
-        child = self._spawn_child(parent, child_id, message.agent, message.metadata)
+        child = self._spawn_child(
+            parent, child_id, message.agent, message.metadata, parent.tool_context
+        )
         reply = DelegateReply(parent.agent_id, child_id, message.future)
         self.send(child.agent_id, StartRun(message.task, "", reply))
         self._arm_timeout(child, reply, message.timeout)
@@ -675,6 +720,7 @@ class LocalHost:
             else:
                 cell = None
             passivating = self.virtual.passivating(node.agent_id)
+            released = None
             if (
                 node.parent_id is None
                 and node.session_id
@@ -682,10 +728,15 @@ class LocalHost:
                 and self.sessions.get(node.session_id, (None, ""))[1] == node.agent_id
             ):
                 del self.sessions[node.session_id]
+                released = node.tree.store
             if not passivating:
                 node.tree.remember(Tombstone.of(node))
+            if self._closed and not self.nodes:
+                self._all_stopped.set()
         if cell is not None:
             self.effects.release(cell.loop.model)
+        if released is not None and node.session_id is not None:
+            self.release_session(released, node.session_id)
         self.virtual.forget(node)
 
     def shutdown(self, timeout: float) -> None:
@@ -697,14 +748,28 @@ class LocalHost:
             # this list or refused by `start`, never started after it.
             self._closed = True
             refs = [n.ref for n in self.nodes.values() if n.ref is not None and n.ref.is_alive()]
+            if not self.nodes:
+                self._all_stopped.set()
         self.virtual.close()
-        # Ask them all to stop, then wait: stopping one by one costs a round trip each.
-        stopping = []
-        for ref in refs:
-            with contextlib.suppress(pykka.ActorDeadError):
-                stopping.append(ref.stop(block=False))
-        for future in stopping:
-            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                future.get(timeout=timeout)
+        # Tell them all to stop, then wait for the last: a future per actor (pykka's stop) costs
+        # more than the stop itself. The registry is cleared in one pass afterwards (one by one
+        # it is quadratic), and the collector is paused: stopping allocates little, but a
+        # collection scans every object of every agent still alive.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for ref in refs:
+                actor = ref._actor_weakref()
+                if isinstance(actor, PooledActor):
+                    actor.actors_registry_bulk = True
+                with contextlib.suppress(pykka.ActorDeadError):
+                    ref.tell(STOP)
+            if not self._all_stopped.wait(timeout):
+                _log.warning("agents still running after shutdown's timeout", timeout=timeout)
+            unregister_all(refs)
+        finally:
+            if collecting:
+                gc.enable()
         self.dispatcher.close()
+        self.toolsets.close()  # before the loop stops: stdio servers are stopped, not orphaned
         self.effects.close()

@@ -184,6 +184,8 @@ class Dispatcher:
                 mailbox.run(batch)
             except Exception:  # a worker must survive anything an actor lets through
                 _log.exception("a mailbox failed outside its actor's own error handling")
+            # An idle worker must not keep the last agent it ran (and its tool_context) alive.
+            del mailbox
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the workers once the mailboxes queued before now have run."""

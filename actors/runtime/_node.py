@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_ENDED", "AgentNode", "Tree"]
 
 _log = get_logger("actors.runtime")
+
+_trees = itertools.count(1)
 
 MAX_ENDED = 1000
 """How many ended agents a tree remembers for its tree view (a long-lived root that spawns
@@ -72,7 +73,7 @@ class Tree:
         self.last_active = 0.0  # monotonic time an agent of the tree last handled a message
         # Which life of the agents this is: refs made before a stop never reach an agent that
         # took the same id later (a session keeps its identity across passivation).
-        self.incarnation = session_id or uuid.uuid4().hex
+        self.incarnation = session_id or f"tree-{next(_trees)}"
         self.ended: dict[str, Tombstone] = {}  # the agents of the tree that ended, latest last
 
     def remember(self, tombstone: Tombstone) -> None:

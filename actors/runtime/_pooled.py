@@ -12,10 +12,11 @@ from __future__ import annotations
 import sys
 import threading
 import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pykka
-from pykka import ActorRef
+from pykka import ActorRef, ActorRegistry
 
 from actors.runtime._mailbox import Dispatcher, Mailbox
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from pykka._actor import ActorInbox
     from pykka._envelope import Envelope
 
-__all__ = ["PooledActor"]
+__all__ = ["STOP", "PooledActor", "unregister_all"]
 
 
 class _Stopped:
@@ -60,12 +61,18 @@ class _Stopped:
         return event.wait(timeout)
 
 
+STOP = object()
+"""Told (not asked) to stop an actor with no future to answer: a bulk stop's message."""
+
+
 class PooledActor(pykka.Actor):
     """A pykka actor whose messages are handled on a shared pool of worker threads.
 
     Subclasses pass the `Dispatcher` to ``start`` through their constructor, which must call
     ``PooledActor.__init__(self, dispatcher)`` first.
     """
+
+    actors_registry_bulk = False  # set when the host takes its actors out of the registry at once
 
     def __init__(self, dispatcher: Dispatcher) -> None:
         # pykka's own __init__ builds a threading.Event per actor; an idle agent should cost
@@ -100,9 +107,23 @@ class PooledActor(pykka.Actor):
         if isinstance(inbox, Mailbox):
             inbox.close()
 
+    def _stop(self) -> None:
+        # As pykka's, but the registry may be left to `unregister_all`: removing one ref from
+        # pykka's registry list scans it, so stopping 100,000 actors one by one is quadratic.
+        if not self.actors_registry_bulk:
+            ActorRegistry.unregister(self.actor_ref)
+        self.actor_stopped.set()
+        try:
+            self.on_stop()
+        except Exception:
+            self._handle_failure(*sys.exc_info())
+
     def _actors_receive(self, envelope: Envelope[Any]) -> bool:
         """Handle one message as pykka's actor loop does; False once the actor stopped."""
         if self.actor_stopped.is_set():
+            return False
+        if envelope.message is STOP:
+            self._stop()
             return False
         try:
             response = self._handle_receive(envelope.message)
@@ -118,3 +139,14 @@ class PooledActor(pykka.Actor):
                 except Exception:
                     self._handle_failure(*sys.exc_info())
         return not self.actor_stopped.is_set()
+
+
+def unregister_all(refs: Iterable[ActorRef[Any]]) -> None:
+    """Take many actors out of pykka's registry in one pass (see `PooledActor._stop`)."""
+    doomed = {id(ref) for ref in refs}
+    if not doomed:
+        return
+    # pykka keeps its registry as a list under a lock; this is its one bulk edit.
+    with ActorRegistry._actor_refs_lock:
+        kept = [ref for ref in ActorRegistry._actor_refs if id(ref) not in doomed]
+        ActorRegistry._actor_refs[:] = kept

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._agent_context import AgentContext
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
-from actors.exceptions import AgentDefinitionError, UserError
-from actors.loop._agent import Agent
+from actors.exceptions import (
+    AgentDefinitionError,
+    CorruptStoreError,
+    SerializationError,
+    UserError,
+)
+from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._recovery import open_turn, recover
+from actors.loop._subagent_calls import child_tool_context
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._persist import persist
@@ -20,6 +27,7 @@ from actors.store._protocol import SessionStore
 if TYPE_CHECKING:
     from actors.context._events import Clock, Event
     from actors.loop._loop import TreeLimits
+    from actors.loop._toolset import ToolsetHost
     from actors.models._model import Model
 
 __all__ = ["RestoreHost", "restore_tree"]
@@ -41,6 +49,8 @@ class RestoreHost(Protocol):
     def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
     def remember_ended(self, node: AgentNode) -> None: ...
+    @property
+    def toolsets(self) -> ToolsetHost | None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -78,6 +88,36 @@ def restore_tree(
     Only the agents that come back to life (the root, every suspended agent and every kept
     child) need their specs; agents that ended are shown in the tree from their records.
     """
+    if getattr(host, "exclusive", False):
+        store.acquire(session_id)  # this process becomes its only writer, or nothing happens
+    try:
+        return _restore(
+            host,
+            session_id,
+            store=store,
+            agents=agents,
+            tool_context=tool_context,
+            approval_handler=approval_handler,
+            listeners=listeners,
+            activated=activated,
+        )
+    except BaseException:
+        if getattr(host, "exclusive", False):
+            store.release(session_id)
+        raise
+
+
+def _restore(
+    host: RestoreHost,
+    session_id: str,
+    *,
+    store: SessionStore,
+    agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+    tool_context: Any,
+    approval_handler: ApprovalHandler | None,
+    listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None,
+    activated: bool,
+) -> AgentNode:
     stored = store.load(session_id)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}
@@ -99,6 +139,7 @@ def restore_tree(
     )
     contexts: dict[str, AgentContext] = {}
     nodes: dict[str, AgentNode] = {}
+    narrowing_failed: dict[str, tuple[str, Exception]] = {}  # raised if the agent goes live
     records = {}
     for entry in stored.agents:
         record = entry.record
@@ -107,12 +148,24 @@ def restore_tree(
         if record.parent_id and parent is None:
             continue  # under an agent that was never recorded: nothing can reach it
         # Two subagents may run specs of one name: the parent's call says which one it was.
-        spec = (
-            _subagent_spec(parent, contexts[parent.agent_id], record.agent_id, record.name)
+        subagent = (
+            _subagent_of(parent, contexts[parent.agent_id], record.agent_id, record.name)
             if parent is not None
             else None
-        ) or specs.get(record.name)
-        ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        )
+        spec = subagent.agent if subagent is not None else specs.get(record.name)
+        # What the agent got when it was spawned: the parent's tool_context, or narrowed.
+        node_tool_context = tool_context if parent is None else parent.tool_context
+        if subagent is not None:
+            try:
+                node_tool_context = child_tool_context(subagent, node_tool_context)
+            except Exception as exc:
+                narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
+                node_tool_context = None
+        try:
+            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+        except SerializationError as exc:  # only the restore knows which session it was
+            raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
             ctx.max_iterations = spec.max_iterations
         contexts[record.agent_id] = ctx
@@ -122,7 +175,7 @@ def restore_tree(
             record.parent_id,
             parent.depth + 1 if parent else 0,
             spec if spec is not None else _UNKNOWN_SPEC,
-            tool_context,
+            node_tool_context,
             tree,
             path=(*parent.path, record.agent_id) if parent else (record.agent_id,),
             position=record.position,
@@ -132,6 +185,12 @@ def restore_tree(
         if parent is not None:
             parent.children.append(record.agent_id)
         nodes[record.agent_id] = node
+    if stored.root_agent_id not in nodes:  # a root skipped above: its record names a parent
+        raise CorruptStoreError(
+            f"session {session_id!r}: the record of its root agent {stored.root_agent_id!r} "
+            f"names a parent ({by_id[stored.root_agent_id].record.parent_id!r}); the store is "
+            "damaged"
+        )
     tree.next_position(after=max((r.position for r in records.values()), default=0))
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
@@ -185,11 +244,23 @@ def restore_tree(
             f"session {session_id!r} holds agents of specs {missing}, which were not given; "
             "pass them in agents=[...] (specs are matched by name)"
         )
+    for agent_id in live_ids:  # before anything starts: a model, and the child's tool_context
+        if agent_id in narrowing_failed:
+            name, failure = narrowing_failed[agent_id]
+            raise UserError(
+                f"session {session_id!r}: the tool_context function of subagent {name!r} "
+                f"failed for agent {agent_id!r}: {type(failure).__name__}"
+            ) from failure
+    models = {agent_id: host.resolve_model(nodes[agent_id].spec) for agent_id in live_ids}
 
     for agent_id, node in nodes.items():
         ctx = contexts[agent_id]
         if activated and agent_id in live_ids:
-            ctx._record("activated", {"status": node.status})
+            woke = ctx._record("activated", {"status": node.status})
+            # Subscribers kept through the sleep see it (they are attached to the node below).
+            for listener in (listeners or {}).get(agent_id, ()):
+                with contextlib.suppress(Exception):  # a broken listener must not stop a wake
+                    listener(woke)
         # Events appended by recovery are written before anything new runs.
         node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
         if agent_id not in live_ids:
@@ -203,11 +274,12 @@ def restore_tree(
             loop = AgentLoop(
                 node.spec,
                 ctx,
-                model=host.resolve_model(node.spec),
-                tool_context=tool_context,
+                model=models[agent_id],
+                tool_context=node.tool_context,
                 depth=node.depth,
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
+                toolsets=host.toolsets,
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
@@ -232,14 +304,14 @@ def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
     )
 
 
-def _subagent_spec(
+def _subagent_of(
     parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
-) -> Agent[Any] | None:
-    """The spec of the parent's subagent that spawned ``child_id``, if the parent's spec has it."""
+) -> Subagent | None:
+    """The parent's subagent that spawned ``child_id``, if the parent's spec has it."""
     for event in parent_ctx.events:
         if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
             subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
             if subagent is not None and subagent.agent.name == name:
-                return subagent.agent
+                return subagent
             return None
     return None

@@ -11,6 +11,7 @@ from actors.context._events import Clock, system_clock
 from actors.context._json import JsonError, json_copy
 from actors.exceptions import SessionNotFoundError, UserError
 from actors.loop._agent import Agent
+from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
@@ -67,10 +68,12 @@ class Runtime:
             its state stays in the store and nothing of it in memory but its id; the next
             message to any of its agents activates it. None (the default) keeps agents in
             memory until they stop.
-        default_model: The model of agents whose spec names none.
+        default_model: The model of every agent whose spec names none: a `Model` or a model
+            string such as ``"openai:gpt-4o-mini"``. Without it, the ``ACTORS_DEFAULT_MODEL``
+            environment variable; with neither, spawning such an agent is a `UserError`.
 
     Raises:
-        UserError: a count or duration out of range.
+        UserError: a count or duration out of range, or a default model that is not one.
 
     Example:
         >>> from actors import Agent
@@ -89,7 +92,7 @@ class Runtime:
         max_tool_threads: int = 32,
         clock: Clock = system_clock,
         idle_after: float | None = None,
-        default_model: Model | None = None,
+        default_model: Model | str | None = None,
     ) -> None:
         for label, count in (("workers", workers), ("max_tool_threads", max_tool_threads)):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -108,7 +111,7 @@ class Runtime:
             max_tool_threads=max_tool_threads,
             clock=clock,
             idle_after=idle_after,
-            default_model=default_model,
+            default_model=default_model_of(default_model),
         )
         _shut_down_at_exit(self)
 
@@ -132,6 +135,19 @@ class Runtime:
     def limits(self) -> TreeLimits:
         """The tree limits of this runtime."""
         return self._host.limits
+
+    @property
+    def default_model(self) -> Model | None:
+        """The model of agents whose spec names none (before ``ACTORS_DEFAULT_MODEL``), or None."""
+        return self._host.default_model
+
+    def resolve_model(self, spec: Agent[Any]) -> Model:
+        """The model an agent of ``spec`` runs: its own, ``default_model``, or the env's.
+
+        Raises:
+            UserError: none of them names a model.
+        """
+        return self._host.resolve_model(spec)
 
     @property
     def idle_after(self) -> float | None:
@@ -168,14 +184,16 @@ class Runtime:
 
         Raises:
             UserError: the runtime is shut down, the metadata is not plain JSON, the session
-                already holds this agent's events (restore it instead), or the runtime
-                passivates idle agents (``idle_after``) and no store was given.
+                already holds this agent's events (restore it instead), the runtime
+                passivates idle agents (``idle_after``) and no store was given, or an agent of
+                the tree has no model (see ``default_model``).
         """
         host = self._host
         if host.closing:
             raise UserError("this runtime is shut down; create a new Runtime")
         if not isinstance(agent, Agent):
             raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
+        require_models(agent, host.default_model)
         if store is None and self.idle_after is not None:
             raise UserError(
                 "this runtime passivates idle agents (idle_after="
@@ -185,6 +203,7 @@ class Runtime:
             initial = json_copy(dict(metadata or {}), "metadata")
         except JsonError as exc:
             raise UserError(f"{exc}; metadata must be plain JSON") from None
+        host.toolsets.prepare(agent)  # blocking: open the tree's MCP servers, check names
         reserved = host.unique_id(agent_id or agent.name, explicit=agent_id is not None)
         node = host.spawn_root(
             agent,
@@ -289,6 +308,9 @@ class Runtime:
         live = host.session_root(store, session_id)
         if live is not None:
             raise UserError(f"session {session_id!r} is already live in this runtime ({live!r})")
+        for spec in agents.values() if isinstance(agents, Mapping) else agents:
+            if isinstance(spec, Agent):
+                host.toolsets.prepare(spec)  # blocking: open its MCP servers (and check names)
         node = restore_tree(
             host,
             session_id,

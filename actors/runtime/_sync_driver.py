@@ -18,8 +18,11 @@ from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunFailedError
 from actors.loop._agent import Agent
+from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._toolset import ToolsetHost, toolsets_of_tree
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
+from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import HostReply
 from actors.runtime._inline import InlineHost
@@ -31,9 +34,11 @@ __all__ = ["SyncDriver"]
 class SyncDriver:
     """Runs one agent (and its subagents) synchronously on the calling thread.
 
-    Tool timeouts are not enforced here (nothing runs concurrently to enforce them); everything
-    else — validation, retries, limits, updates, suspension, subagents — behaves as in a
-    `Runtime`.
+    Tool timeouts are not enforced here (nothing runs concurrently to enforce them), except
+    for the tools of MCP servers; everything else — validation, retries, limits, updates,
+    suspension, subagents, toolsets — behaves as in a `Runtime`. An agent with toolsets (MCP
+    servers) gets an event loop thread for them: `close` the driver (or use it as a context
+    manager) to stop them.
 
     Args:
         agent: The spec.
@@ -43,6 +48,10 @@ class SyncDriver:
         clock: Where timestamps come from.
         limits: Tree limits.
         approval_handler: Decides approvals in process (see `Runtime.spawn`).
+        default_model: The model of every agent of the tree whose spec names none (a `Model`,
+            or a model string such as ``"test"``), as for `Runtime`: without it the
+            ``ACTORS_DEFAULT_MODEL`` environment variable, and with neither a `UserError`.
+            There is no silent fallback to a test model here either.
     """
 
     def __init__(
@@ -55,9 +64,26 @@ class SyncDriver:
         clock: Clock = system_clock,
         limits: TreeLimits | None = None,
         approval_handler: ApprovalHandler | None = None,
+        default_model: Model | str | None = None,
     ) -> None:
         agent_id = agent_id or agent.name
-        self._host = InlineHost(clock=clock, limits=limits, approval_handler=approval_handler)
+        default = default_model_of(default_model)
+        require_models(agent, default)  # before any toolset (an MCP server) is opened
+        self._own_toolsets: ToolsetHost | None = None
+        if toolsets_of_tree(agent):
+            self._own_toolsets = ToolsetHost.with_own_loop()
+            try:
+                self._own_toolsets.prepare(agent)  # the calling thread may block: open, list
+            except BaseException:
+                self._own_toolsets.close()
+                raise
+        self._host = InlineHost(
+            clock=clock,
+            limits=limits,
+            approval_handler=approval_handler,
+            default_model=default,
+            toolsets=self._own_toolsets,
+        )
         context = AgentContext(
             agent_id,
             name=agent.name,
@@ -75,7 +101,19 @@ class SyncDriver:
         driver = cls.__new__(cls)
         driver._host = host
         driver._id = agent_id
+        driver._own_toolsets = None
         return driver
+
+    def close(self) -> None:
+        """Stop the toolsets (MCP servers) this driver opened; idempotent."""
+        if self._own_toolsets is not None:
+            self._own_toolsets.close()
+
+    def __enter__(self) -> SyncDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def context(self) -> AgentContext:

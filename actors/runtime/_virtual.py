@@ -16,7 +16,6 @@ tree schedules its activation: the session is restored from the store (each agen
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 import time
@@ -32,7 +31,7 @@ from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
-from actors.runtime._host import Ask, HostReply, Query, settle
+from actors.runtime._host import Ask, HostReply, Passivate, Query, settle
 from actors.runtime._node import AgentNode
 from actors.runtime._restore import restore_tree
 from actors.runtime._tombstone import TreeNode
@@ -217,7 +216,7 @@ class Passivation:
                 continue  # gone, or active since: a later entry stands for it
             seen.add(root_id)
             try:
-                self._passivate(root)
+                self._passivate(root)  # a lone agent sleeps on its own: no waiting here
             except Exception:
                 _log.exception("passivation failed", agent_id=root_id)
 
@@ -240,7 +239,8 @@ class Passivation:
                 with self._host.lock:
                     node = self._host.nodes.get(agent_id)
                     root = self._host.nodes.get(node.tree.root_id) if node is not None else None
-                done.set_result(root is not None and self._passivate(root))
+                slept = self._passivate(root) if root is not None else None
+                done.set_result(slept is not None and slept.result(timeout))
             except BaseException as exc:
                 done.set_exception(exc)
 
@@ -260,18 +260,25 @@ class Passivation:
             )
         return out
 
-    def _passivate(self, root: AgentNode) -> bool:
+    def _passivate(self, root: AgentNode) -> Future[bool]:
+        """Put a tree to sleep if it is idle; the future tells whether it did.
+
+        A lone agent (the usual assistant) sleeps in one turn of its own: it checks it is
+        idle and stops in the same turn, and nothing here waits for it. A tree with live
+        children is checked agent by agent first (see the module's docstring).
+        """
+        result: Future[bool] = Future()
         host = self._host
         tree = root.tree
         if tree.store is None or tree.session_id is None or host.closing:
-            return False
+            result.set_result(False)
+            return result
         # 1. The fence: from now on messages to the tree wait in its record.
         with host.lock:
-            if host.nodes.get(root.agent_id) is not root:
-                return False
-            members = self._members(root)
-            if any(m.agent_id in self._index for m in members):
-                return False
+            members = self._members(root) if host.nodes.get(root.agent_id) is root else []
+            if not members or any(m.agent_id in self._index for m in members):
+                result.set_result(False)
+                return result
             dormant = Dormant(
                 root_id=root.agent_id,
                 session_id=tree.session_id,
@@ -287,37 +294,65 @@ class Passivation:
             )
             for member in members:
                 self._index[member.agent_id] = dormant
-        # 2. Everything sent before the fence is handled before each agent answers.
-        try:
-            idle = all(
-                m.ref is not None and m.ref.ask(Query("idle"), timeout=ASK_TIMEOUT) for m in members
-            )
-        except (pykka.ActorDeadError, pykka.Timeout):
-            idle = False
-        if not idle or host.closing:
-            self._lift(dormant)
-            return False
-        # 3. Each agent logs ``passivated``, writes its log and stops.
-        stopping = []
+        if len(members) > 1:
+            # 2. Everything sent before the fence is handled before each agent answers.
+            try:
+                idle = all(
+                    m.ref is not None and m.ref.ask(Query("idle"), timeout=ASK_TIMEOUT)
+                    for m in members
+                )
+            except (pykka.ActorDeadError, pykka.Timeout):
+                idle = False
+            if not idle or host.closing:
+                self._lift(dormant)
+                result.set_result(False)
+                return result
+        # 3. Each agent logs ``passivated``, writes its log and stops, in a turn of its own.
         with host.lock:
-            for member in members:
-                self._stopping.add(member.agent_id)
-                cell = host.cells.get(member.agent_id)
-                if cell is not None:
-                    cell.passivating = True
-                if member.ref is not None:
-                    stopping.append(member.ref.stop(block=False))
-        for future in stopping:
-            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                future.get(timeout=ASK_TIMEOUT)
+            self._stopping.update(dormant.ids)
+        pending = [len(members)]
+        slept = [True]
+
+        def one_done(done: Future[bool]) -> None:
+            ok = not done.cancelled() and done.exception() is None and done.result()
+            with host.lock:
+                slept[0] = slept[0] and ok
+                pending[0] -= 1
+                if pending[0]:
+                    return
+            self._settled(dormant, members, slept[0])
+            result.set_result(slept[0])
+
+        for member in members:
+            done: Future[bool] = Future()
+            done.add_done_callback(one_done)
+            try:
+                if member.ref is None:
+                    raise pykka.ActorDeadError(member.agent_id)
+                member.ref.tell(Passivate(done))
+            except pykka.ActorDeadError:
+                done.set_result(False)
+        return result
+
+    def _settled(self, dormant: Dormant, members: list[AgentNode], slept: bool) -> None:
+        """Every agent of a fenced tree answered its `Passivate`."""
+        host = self._host
         with host.lock:
+            self._stopping.difference_update(dormant.ids)
+            if not slept:
+                # Only a lone agent can refuse (a tree was checked idle behind its fence).
+                self._lift(dormant)
+                return
             dormant.statuses = {m.agent_id: m.status for m in members}
             dormant.state = "dormant"
-            if dormant.waiting:
+            waking = bool(dormant.waiting)
+            if waking:
                 dormant.state = "activating"
                 self._submit(lambda: self._activate(dormant))
-        _log.debug("passivated", agent_id=root.agent_id, agents=len(members))
-        return True
+        if not waking:
+            # Asleep, the session may be woken by another process (a service behind a load
+            # balancer): this one holds it again when it wakes it.
+            host.release_session(dormant.store, dormant.session_id)
 
     def _lift(self, dormant: Dormant) -> None:
         """Undo a fence: the waiting messages go to the live agents, in order."""

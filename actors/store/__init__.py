@@ -3,8 +3,10 @@
 A session is one agent tree: its agents (`AgentRecord`) and each agent's event log. The runtime
 writes every event of the tree through a `SessionStore` and rebuilds the tree from
 `SessionStore.load`. `SQLiteStore` keeps sessions in one SQLite file and is the default;
-`MemoryStore` keeps them in memory for tests and simulations. `actors.store.conformance` holds
-the test suite that any implementation can run.
+`PostgresStore` keeps them in a PostgreSQL database that many hosts share (it needs the
+``actors[postgres]`` extra, imported only when a `PostgresStore` is made); `MemoryStore` keeps
+them in memory for tests and simulations. `actors.store.conformance` holds the test suite that
+any implementation can run.
 
 Example:
     >>> from actors import AgentContext, UserMessage
@@ -21,6 +23,7 @@ Example:
 """
 
 from actors.store._memory import MemoryStore
+from actors.store._postgres import PostgresStore
 from actors.store._protocol import SessionStore
 from actors.store._records import (
     AGENT_STATUSES,
@@ -36,6 +39,7 @@ __all__ = [
     "AgentRecord",
     "Durability",
     "MemoryStore",
+    "PostgresStore",
     "SessionInfo",
     "SessionStore",
     "SQLiteStore",

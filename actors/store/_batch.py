@@ -11,24 +11,30 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from actors.context._events import Event
+from actors.context._json import MAX_WRAPPED_DEPTH, JsonError, depth_exceeds, json_copy
 from actors.context._serialization import FORMAT_VERSION
 from actors.exceptions import StoreError, UserError
-from actors.store._records import AgentRecord
+from actors.store._records import AgentRecord, StoredAgent
 
 __all__ = [
     "EncodedEvent",
     "check_id",
     "check_record",
     "context_blob",
+    "decode_data",
     "decode_log",
+    "decode_time",
     "encode_data",
     "encode_events",
     "new_events",
+    "stored_agents",
 ]
 
 _datetime = TypeAdapter(datetime)
@@ -71,9 +77,9 @@ def encode_data(label: str, value: Mapping[str, Any] | None) -> str:
     if not isinstance(value, Mapping):
         raise UserError(f"{label} must be a mapping of plain JSON, got {type(value).__name__}")
     try:
-        return _encoder.encode(dict(value))
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"{label} is not plain JSON: {exc}") from None
+        return _encoder.encode(json_copy(dict(value), label))
+    except JsonError as exc:
+        raise UserError(f"{exc}; {label} is plain JSON") from None
 
 
 def encode_events(session_id: str, agent_id: str, events: Iterable[Event]) -> list[EncodedEvent]:
@@ -90,8 +96,10 @@ def encode_events(session_id: str, agent_id: str, events: Iterable[Event]) -> li
                 f"{agent_id!r} of session {session_id!r} is a {type(event).__name__}"
             )
         try:
+            if depth_exceeds(event.data, MAX_WRAPPED_DEPTH):
+                raise ValueError(f"it nests more than {MAX_WRAPPED_DEPTH} levels deep")
             data = _encoder.encode(event.data)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise UserError(
                 f"event seq {event.seq} ({event.type}) of agent {agent_id!r} in session "
                 f"{session_id!r} has a payload that is not plain JSON: {exc}"
@@ -170,16 +178,54 @@ def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]
     """Stored ``(seq, type, data, created_at)`` rows as ``event.model_dump(mode="json")`` gives.
 
     Raises:
-        ValueError: A stored payload is not JSON (the store is damaged).
+        ValueError: A stored payload is not JSON, or nests too deeply (the store is damaged).
     """
-    # One parse of the joined payloads costs a third of one parse per event.
-    payloads = json.loads("[" + ",".join([row[2] for row in rows]) + "]")
+    try:
+        # One parse of the joined payloads costs a third of one parse per event.
+        payloads = json.loads("[" + ",".join([_text(row[2]) for row in rows]) + "]")
+    except RecursionError:
+        raise ValueError("a stored event payload nests too deeply to be read") from None
     if len(payloads) != len(rows):
         raise ValueError("a stored event payload is not one JSON value")
+    for (seq, _, _, _), payload in zip(rows, payloads, strict=True):
+        if type(payload) is not dict:
+            raise ValueError(
+                f"the payload of event {seq} is a {type(payload).__name__}, not an object"
+            )
     return [
         {"seq": seq, "type": kind, "data": data, "created_at": created_at}
         for (seq, kind, _, created_at), data in zip(rows, payloads, strict=True)
     ]
+
+
+def decode_data(text: object) -> dict[str, Any]:
+    """A session's stored ``data`` (JSON text of an object).
+
+    Raises:
+        ValueError: It is not the JSON text of an object (the store is damaged).
+    """
+    try:
+        data = json.loads(_text(text))
+    except RecursionError:
+        raise ValueError("the session's data nests too deeply to be read") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the session's data is a {type(data).__name__}, not a JSON object")
+    return data
+
+
+def decode_time(text: object) -> datetime:
+    """A stored timestamp (ISO 8601 text).
+
+    Raises:
+        ValueError: It is not an ISO 8601 timestamp (the store is damaged).
+    """
+    return datetime.fromisoformat(_text(text))
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a stored text column holds a {type(value).__name__}")
+    return value
 
 
 def context_blob(record: AgentRecord, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -191,3 +237,33 @@ def context_blob(record: AgentRecord, events: list[dict[str, Any]]) -> dict[str,
         "parent_id": record.parent_id,
         "events": events,
     }
+
+
+def stored_agents(
+    agent_rows: Iterable[Sequence[Any]],
+    event_rows: Iterable[Sequence[Any]],
+    damaged: Callable[[str, Exception], StoreError],
+) -> tuple[StoredAgent, ...]:
+    """The loaded agents of a session, from its stored rows.
+
+    Args:
+        agent_rows: ``(agent_id, parent_id, name, status, position)`` rows, in spawn order.
+        event_rows: ``(agent_id, seq, type, data, created_at)`` rows, grouped by agent and in
+            seq order within each agent.
+        damaged: Makes the error for an agent whose stored row or payload cannot be read.
+
+    Raises:
+        StoreError: What ``damaged`` makes, when a stored row or payload cannot be read.
+    """
+    rows_of: dict[str, list[tuple[int, str, str, str]]] = {}
+    for agent_id, group in groupby(event_rows, key=itemgetter(0)):
+        rows_of[agent_id] = [(row[1], row[2], row[3], row[4]) for row in group]
+    agents = []
+    for row in agent_rows:
+        try:
+            record = AgentRecord(*row)
+            events = decode_log(rows_of.get(record.agent_id, []))
+        except (ValueError, TypeError) as exc:  # UserError is a ValueError too
+            raise damaged(str(row[0]) if row else "?", exc) from exc
+        agents.append(StoredAgent(record, context_blob(record, events)))
+    return tuple(agents)

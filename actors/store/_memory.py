@@ -21,6 +21,7 @@ from actors.store._batch import (
     encode_events,
     new_events,
 )
+from actors.store._owner import Holder, busy, close_holder, holder_alive, new_holder
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
 
@@ -39,12 +40,26 @@ class _Session:
     event_count: int = 0
 
 
+@dataclass
+class _Shared:
+    """What every sibling store sees: the sessions, who holds which, which stores are open."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    sessions: dict[str, _Session] = field(default_factory=dict)
+    holders: dict[str, Holder] = field(default_factory=dict)
+    open: set[str] = field(default_factory=set)
+
+
 class MemoryStore(SessionStore):
     """A `SessionStore` that keeps everything in memory, with the same rules as `SQLiteStore`.
 
     Events are kept encoded (JSON text), exactly as a durable store keeps them: a payload that
     is not plain JSON is refused the same way, and nothing a caller changes after a call leaks
     into the store. Nothing survives the process. Safe to use from many threads.
+
+    `sibling` gives a second store instance on the same sessions, as a second process opening
+    the same database would have: it acquires sessions for itself. The sessions are dropped
+    when the last of the siblings closes.
 
     Example:
         >>> from actors.store import AgentRecord, MemoryStore
@@ -60,9 +75,27 @@ class MemoryStore(SessionStore):
 
     def __init__(self, *, clock: Clock = system_clock) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}
+        self._shared = _Shared()
+        self._lock = self._shared.lock
+        self._sessions = self._shared.sessions
         self._closed = False
+        self._holder = new_holder(self)
+        self._shared.open.add(self._holder.token)
+
+    def sibling(self) -> MemoryStore:
+        """A new store instance on the same sessions, with its own holds and its own `close`.
+
+        Raises:
+            StoreError: This store is closed.
+        """
+        with self._lock:
+            self._check_open()
+            twin = MemoryStore(clock=self._clock)
+            twin._shared = self._shared
+            twin._lock = self._shared.lock
+            twin._sessions = self._shared.sessions
+            self._shared.open.add(twin._holder.token)
+        return twin
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._sessions)} sessions"
@@ -71,9 +104,20 @@ class MemoryStore(SessionStore):
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC)
 
-    def _session(self, session_id: str) -> _Session:
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreError("this MemoryStore is closed; create a new one")
+
+    def _check_writer(self, session_id: str) -> None:
+        """Raise `SessionBusyError` when another open sibling holds the session."""
+        holder = self._shared.holders.get(session_id)
+        if holder is None or holder.token == self._holder.token:
+            return
+        if holder_alive(holder):  # a sibling closed or garbage-collected holds nothing
+            raise busy(session_id, holder.host, holder.pid, "this MemoryStore")
+
+    def _session(self, session_id: str) -> _Session:
+        self._check_open()
         session = self._sessions.get(session_id)
         if session is None:
             raise SessionNotFoundError(
@@ -93,8 +137,8 @@ class MemoryStore(SessionStore):
         check_id("root_agent_id", root_agent_id)
         encoded = encode_data("session data", data)
         with self._lock:
-            if self._closed:
-                raise StoreError("this MemoryStore is closed; create a new one")
+            self._check_open()
+            self._check_writer(session_id)
             existing = self._sessions.get(session_id)
             if existing is not None:
                 if existing.root_agent_id != root_agent_id:
@@ -112,6 +156,7 @@ class MemoryStore(SessionStore):
         check_record(record)
         with self._lock:
             session = self._session(session_id)
+            self._check_writer(session_id)
             session.agents[record.agent_id] = record
             session.logs.setdefault(record.agent_id, [])
             session.updated_at = self._now()
@@ -121,6 +166,7 @@ class MemoryStore(SessionStore):
         batch = encode_events(session_id, agent_id, events)
         with self._lock:
             session = self._session(session_id)
+            self._check_writer(session_id)
             log = session.logs.get(agent_id)
             if log is None:
                 raise StoreError(
@@ -163,8 +209,7 @@ class MemoryStore(SessionStore):
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
         with self._lock:
-            if self._closed:
-                raise StoreError("this MemoryStore is closed; create a new one")
+            self._check_open()
             return [
                 SessionInfo(
                     session_id=session_id,
@@ -182,6 +227,7 @@ class MemoryStore(SessionStore):
         """Delete a session with its agents and events. See `SessionStore.delete`."""
         with self._lock:
             self._session(session_id)
+            self._check_writer(session_id)
             del self._sessions[session_id]
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
@@ -189,8 +235,32 @@ class MemoryStore(SessionStore):
         with self._lock:
             return len(self._session(session_id).logs.get(agent_id, ())) - 1
 
-    def close(self) -> None:
-        """Drop everything the store holds. Idempotent."""
+    def acquire(self, session_id: str) -> None:
+        """Make this store the session's only writer. See `SessionStore.acquire`."""
+        check_id("session_id", session_id)
         with self._lock:
+            self._check_open()
+            self._check_writer(session_id)
+            self._shared.holders[session_id] = self._holder
+
+    def release(self, session_id: str) -> None:
+        """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        with self._lock:
+            holder = self._shared.holders.get(session_id)
+            if holder is not None and holder.token == self._holder.token:
+                del self._shared.holders[session_id]
+
+    def close(self) -> None:
+        """Release this store's sessions; the last sibling to close drops them all. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
-            self._sessions.clear()
+            shared = self._shared
+            mine = [sid for sid, h in shared.holders.items() if h.token == self._holder.token]
+            for session_id in mine:
+                del shared.holders[session_id]
+            shared.open.discard(self._holder.token)
+            if not shared.open:
+                self._sessions.clear()
+        close_holder(self._holder)

@@ -24,9 +24,30 @@ class SessionStore(Protocol):
     Every method is safe to call from many threads at once. Every error is a `StoreError`
     (or a `UserError` for an argument that cannot be used) naming the session, agent or file.
 
-    `SQLiteStore` and `MemoryStore` implement it; `actors.store.conformance.StoreConformance`
-    is the test suite any implementation can run. A class that subclasses `SessionStore`
-    explicitly inherits the context-manager methods, which call `close`.
+    A store instance may `acquire` a session to become its only writer: while it holds the
+    session, every write to it through another store instance (in this process or another)
+    raises `SessionBusyError` and writes nothing. A session nobody holds can be written through
+    any instance. A holder whose process ended holds nothing.
+
+    `SQLiteStore`, `PostgresStore` and `MemoryStore` implement it;
+    `actors.store.conformance.StoreConformance` is the test suite any implementation can run. A
+    class that subclasses `SessionStore` explicitly inherits the context-manager methods, which
+    call `close`.
+
+    Example:
+        >>> from actors.exceptions import SessionBusyError
+        >>> from actors.store import MemoryStore
+        >>> first = MemoryStore()
+        >>> second = first.sibling()  # a second instance on the same sessions
+        >>> first.acquire("s1")
+        >>> try:
+        ...     second.acquire("s1")
+        ... except SessionBusyError as error:
+        ...     print(error.session_id)
+        s1
+        >>> first.close()
+        >>> second.acquire("s1")  # free again once its holder closed
+        >>> second.close()
     """
 
     def create_session(
@@ -42,6 +63,7 @@ class SessionStore(Protocol):
 
         Raises:
             StoreError: The session exists with a different root agent.
+            SessionBusyError: Another live store instance holds the session.
             UserError: An empty id, or ``data`` that is not plain JSON.
         """
         ...
@@ -51,6 +73,7 @@ class SessionStore(Protocol):
 
         Raises:
             SessionNotFoundError: The session does not exist.
+            SessionBusyError: Another live store instance holds the session.
         """
         ...
 
@@ -64,6 +87,8 @@ class SessionStore(Protocol):
 
         Raises:
             SessionNotFoundError: The session does not exist.
+            SessionBusyError: Another live store instance holds the session. Nothing of the
+                batch is written.
             StoreError: The agent was never put (`put_agent` it first); a gap in the seqs; or an
                 event that differs from the one stored at its seq. Nothing of the batch is
                 written.
@@ -88,6 +113,7 @@ class SessionStore(Protocol):
 
         Raises:
             SessionNotFoundError: The session does not exist.
+            SessionBusyError: Another live store instance holds the session.
         """
         ...
 
@@ -99,8 +125,35 @@ class SessionStore(Protocol):
         """
         ...
 
+    def acquire(self, session_id: str) -> None:
+        """Make this store instance the session's only writer, until `release` or `close`.
+
+        Idempotent: acquiring a session this instance holds does nothing. The session need not
+        exist yet, so a host can claim a session id before it creates the session. A holder
+        whose process ended (or whose store was closed) no longer counts, so its sessions can
+        be acquired again.
+
+        Raises:
+            SessionBusyError: Another live store instance holds the session; the error names
+                the holder's host and process id.
+            StoreError: The store is closed, or cannot record the holder.
+            UserError: An empty session id.
+        """
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Stop holding the session; anyone may write it again. Idempotent.
+
+        Releasing a session this instance does not hold does nothing (it never frees a session
+        that another instance holds).
+        """
+        ...
+
     def close(self) -> None:
-        """Release the store's resources. Idempotent; any other call afterwards fails."""
+        """Release every session held and the store's resources.
+
+        Idempotent; any other call afterwards fails, except `release`, which does nothing.
+        """
         ...
 
     def __enter__(self) -> Self:

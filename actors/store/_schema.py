@@ -1,4 +1,4 @@
-"""The SQLite file of a session store: how it is recognised, checked and migrated.
+"""The SQLite file of a session store: how it is opened, checked and migrated; what errors mean.
 
 A store file is an SQLite database whose ``application_id`` is `APPLICATION_ID` and whose
 ``user_version`` is its schema version. `MIGRATIONS[n]` turns a version-``n`` file into a
@@ -10,11 +10,13 @@ middle leaves the file at the last version that completed.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, NoReturn
 
-from actors.exceptions import CorruptStoreError, SchemaVersionError
+from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError
+from actors.store._sqlite_owners import create_owners
 
 __all__ = [
     "APPLICATION_ID",
@@ -23,6 +25,8 @@ __all__ = [
     "check_file",
     "check_identity",
     "migrate",
+    "open_file",
+    "sqlite_errors",
 ]
 
 APPLICATION_ID: Final = 0x41435452
@@ -30,6 +34,16 @@ APPLICATION_ID: Final = 0x41435452
 
 _MAGIC: Final = b"SQLite format 3\x00"
 _HEADER_SIZE: Final = 100
+_SYNCHRONOUS: Final = {"sync": "FULL", "batch": "NORMAL"}
+# Primary SQLite result codes that mean the file itself is damaged.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_BUSY_TIMEOUT = 10.0
+_HINTS = {
+    5: "another connection held the file's write lock too long (10 s); retry later",
+    8: "the file or its directory is read-only; check permissions",
+    10: "the operating system reported an I/O error; check the disk",
+    13: "the disk is full; free space and retry",
+}
 
 
 def _create_v1(conn: sqlite3.Connection) -> None:
@@ -79,7 +93,7 @@ def _create_v1(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1, create_owners]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
@@ -187,3 +201,68 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             if conn.in_transaction:
                 conn.rollback()
             raise
+
+
+@contextmanager
+def sqlite_errors(path: Path, what: str) -> Iterator[None]:
+    """Turn an `sqlite3.Error` raised inside into a `StoreError` naming ``path`` and ``what``.
+
+    Raises:
+        CorruptStoreError: SQLite found the file damaged.
+        StoreError: Any other SQLite error, with a hint where its code has one.
+    """
+    try:
+        yield
+    except sqlite3.Error as exc:
+        _raise(path, what, exc)
+
+
+def _raise(path: Path, what: str, exc: sqlite3.Error) -> NoReturn:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        raise CorruptStoreError(
+            f"{path} is damaged ({exc}) while {what}. Restore it from a backup, or pass the "
+            "path of a new file"
+        ) from exc
+    hint = _HINTS.get(code, "see the cause for details")
+    raise StoreError(f"{what} failed on {path}: {exc}; {hint}") from exc
+
+
+def open_file(path: Path, durability: str) -> sqlite3.Connection:
+    """Open, check and migrate the store file at ``path``, in WAL mode.
+
+    Raises:
+        CorruptStoreError: The file is damaged, truncated, or not a store of this library.
+        SchemaVersionError: A newer version of the library wrote the file.
+        StoreError: The file cannot be opened or put in WAL mode.
+    """
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; pass the path of a database file")
+    try:
+        check_file(path)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc}; check its permissions") from exc
+    try:
+        conn = sqlite3.connect(
+            path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"cannot open {path}: {exc}; check that its directory exists and is writable"
+        ) from exc
+    try:
+        with sqlite_errors(path, "opening"):
+            check_identity(conn, path)  # reads only: a refused file is left untouched
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StoreError(
+                    f"{path} cannot use write-ahead logging (journal mode stays {mode!r}); "
+                    "put the store on a local file system"
+                )
+            conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[durability]}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

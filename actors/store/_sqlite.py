@@ -2,48 +2,37 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from itertools import groupby
-from operator import itemgetter
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
     check_id,
     check_record,
-    context_blob,
-    decode_log,
+    decode_data,
+    decode_time,
     encode_data,
     encode_events,
     new_events,
+    stored_agents,
 )
+from actors.store._owner import close_holder, new_holder
 from actors.store._protocol import SessionStore
-from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
-from actors.store._schema import check_file, check_identity, migrate
+from actors.store._records import AgentRecord, SessionInfo, StoredSession
+from actors.store._schema import open_file, sqlite_errors
 
 __all__ = ["Durability", "SQLiteStore"]
 
 Durability = Literal["sync", "batch"]
 """How hard a commit holds: ``"sync"`` survives power loss, ``"batch"`` survives a crash."""
-
-_SYNCHRONOUS: dict[str, str] = {"sync": "FULL", "batch": "NORMAL"}
-# Primary SQLite result codes that mean the file itself is damaged.
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
-_BUSY_TIMEOUT = 10.0
-_HINTS = {
-    5: "another connection held the file's write lock too long (10 s); retry later",
-    8: "the file or its directory is read-only; check permissions",
-    10: "the operating system reported an I/O error; check the disk",
-    13: "the disk is full; free space and retry",
-}
 
 
 class SQLiteStore(SessionStore):
@@ -66,6 +55,11 @@ class SQLiteStore(SessionStore):
 
     One connection, guarded by a lock, serves every thread. Other processes may open the same
     file (SQLite's locking serialises writers; a writer waits up to 10 s for the lock).
+
+    `acquire` records this instance as a session's holder in the file (host, pid, a token of
+    the process's start, and the instance). Another instance, in any process, that finds a
+    holder on the same host whose process has ended (or whose store was closed) treats the
+    session as free; a holder on another host always counts as alive.
 
     Example:
         >>> import tempfile, pathlib
@@ -99,46 +93,15 @@ class SQLiteStore(SessionStore):
         durability: Durability = "batch",
         clock: Clock = system_clock,
     ) -> None:
-        if durability not in _SYNCHRONOUS:
+        if durability not in ("sync", "batch"):
             raise UserError(f"durability must be 'sync' or 'batch', got {durability!r}")
         self._path = Path(path)
         self._durability: Durability = durability
         self._clock = clock
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        path = self._path
-        if path.is_dir():
-            raise StoreError(f"{path} is a directory; pass the path of a database file")
-        try:
-            check_file(path)
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc}; check its permissions") from exc
-        try:
-            conn = sqlite3.connect(
-                path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot open {path}: {exc}; check that its directory exists and is writable"
-            ) from exc
-        try:
-            with self._errors("opening"):
-                check_identity(conn, path)  # reads only: a refused file is left untouched
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if mode != "wal":
-                    raise StoreError(
-                        f"{path} cannot use write-ahead logging (journal mode stays {mode!r}); "
-                        "put the store on a local file system"
-                    )
-                conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self._durability]}")
-                conn.execute("PRAGMA foreign_keys = ON")
-                migrate(conn, path)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        self._held: set[str] = set()
+        self._conn: sqlite3.Connection | None = open_file(self._path, durability)
+        self._holder = new_holder(self)
 
     @property
     def path(self) -> Path:
@@ -158,20 +121,19 @@ class SQLiteStore(SessionStore):
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
+        with sqlite_errors(self._path, what):
+            yield
+
+    @contextmanager
+    def _damaged(self, where: str) -> Iterator[None]:
+        """Turn what a damaged row makes a decoder raise into `CorruptStoreError`."""
         try:
             yield
-        except sqlite3.Error as exc:
-            self._raise(what, exc)
-
-    def _raise(self, what: str, exc: sqlite3.Error) -> NoReturn:
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        except (ValueError, TypeError) as exc:  # UserError is a ValueError too
             raise CorruptStoreError(
-                f"{self._path} is damaged ({exc}) while {what}. Restore it from a backup, or "
-                "pass the path of a new file"
+                f"{self._path} is damaged: a stored row of {where} cannot be read ({exc}). "
+                "Restore the file from a backup"
             ) from exc
-        hint = _HINTS.get(code, "see the cause for details")
-        raise StoreError(f"{what} failed on {self._path}: {exc}; {hint}") from exc
 
     @contextmanager
     def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
@@ -197,6 +159,11 @@ class SQLiteStore(SessionStore):
     def _now(self) -> str:
         return self._clock().astimezone(UTC).isoformat()
 
+    def _check_writer(self, conn: sqlite3.Connection, session_id: str) -> None:
+        # A session this instance holds needs no look: no one takes it from a live holder.
+        if session_id not in self._held:
+            owners.check_writer(conn, session_id, self._holder, str(self._path))
+
     def _missing(self, session_id: str) -> SessionNotFoundError:
         return SessionNotFoundError(
             f"no session {session_id!r} in {self._path}; store.list_sessions() lists the "
@@ -221,6 +188,7 @@ class SQLiteStore(SessionStore):
         check_id("root_agent_id", root_agent_id)
         encoded = encode_data("session data", data)
         with self._transaction("creating a session") as conn:
+            self._check_writer(conn, session_id)
             row = conn.execute(
                 "SELECT root_agent_id FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -245,6 +213,7 @@ class SQLiteStore(SessionStore):
         with self._transaction("putting an agent") as conn:
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
+            self._check_writer(conn, session_id)
             conn.execute(
                 "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
                 " VALUES (?, ?, ?, ?, ?, ?)"
@@ -278,10 +247,12 @@ class SQLiteStore(SessionStore):
             if row is None:
                 if not self._exists(conn, session_id):
                     raise self._missing(session_id)
+                self._check_writer(conn, session_id)
                 raise StoreError(
                     f"agent {agent_id!r} is not part of session {session_id!r} in {self._path}; "
                     "put_agent() it before appending its events"
                 )
+            self._check_writer(conn, session_id)
             if not batch:
                 return
             last = -1 if row[0] is None else int(row[0])
@@ -328,30 +299,25 @@ class SQLiteStore(SessionStore):
                 " WHERE session_id = ? ORDER BY agent_id, seq",
                 (session_id,),
             ).fetchall()
+
         # Decoding happens outside the lock, on rows of one consistent snapshot.
-        rows_of: dict[str, list[tuple[int, str, str, str]]] = {}
-        for agent_id, group in groupby(event_rows, key=itemgetter(0)):
-            rows_of[agent_id] = [row[1:] for row in group]
-        agents = []
-        for row in agent_rows:
-            record = AgentRecord(*row)
-            try:
-                events = decode_log(rows_of.get(record.agent_id, []))
-            except ValueError as exc:
-                raise CorruptStoreError(
-                    f"{self._path} is damaged: an event of agent {record.agent_id!r} in session "
-                    f"{session_id!r} does not hold JSON ({exc}). Restore the file from a backup"
-                ) from exc
-            agents.append(StoredAgent(record, context_blob(record, events)))
+        def damaged(agent_id: str, exc: Exception) -> StoreError:
+            return CorruptStoreError(
+                f"{self._path} is damaged: a stored row of agent {agent_id!r} of session "
+                f"{session_id!r} cannot be read ({exc}). Restore the file from a backup"
+            )
+
+        agents = stored_agents(agent_rows, event_rows, damaged)
         root, data, created_at, updated_at = head
-        return StoredSession(
-            session_id,
-            root,
-            json.loads(data),
-            datetime.fromisoformat(created_at),
-            datetime.fromisoformat(updated_at),
-            tuple(agents),
-        )
+        with self._damaged(f"session {session_id!r}"):
+            return StoredSession(
+                session_id,
+                check_id("root_agent_id", root),
+                decode_data(data),
+                decode_time(created_at),
+                decode_time(updated_at),
+                agents,
+            )
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
@@ -361,24 +327,28 @@ class SQLiteStore(SessionStore):
                 " (SELECT COUNT(*) FROM agents AS a WHERE a.session_id = s.session_id),"
                 " s.event_count FROM sessions AS s ORDER BY s.rowid DESC"
             ).fetchall()
-        return [
-            SessionInfo(
-                session_id=session_id,
-                root_agent_id=root,
-                data=json.loads(data),
-                created_at=datetime.fromisoformat(created_at),
-                updated_at=datetime.fromisoformat(updated_at),
-                agent_count=agent_count,
-                event_count=event_count,
-            )
-            for session_id, root, data, created_at, updated_at, agent_count, event_count in rows
-        ]
+        sessions = []
+        for session_id, root, data, created_at, updated_at, agent_count, event_count in rows:
+            with self._damaged(f"session {session_id!r}"):
+                sessions.append(
+                    SessionInfo(
+                        session_id=check_id("session_id", session_id),
+                        root_agent_id=check_id("root_agent_id", root),
+                        data=decode_data(data),
+                        created_at=decode_time(created_at),
+                        updated_at=decode_time(updated_at),
+                        agent_count=agent_count,
+                        event_count=event_count,
+                    )
+                )
+        return sessions
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""
         with self._transaction("deleting a session") as conn:
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
+            self._check_writer(conn, session_id)
             for table in ("events", "agents", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
@@ -395,10 +365,41 @@ class SQLiteStore(SessionStore):
             raise self._missing(session_id)
         return -1 if row[0] is None else int(row[0])
 
+    def acquire(self, session_id: str) -> None:
+        """Make this store the session's only writer. See `SessionStore.acquire`."""
+        check_id("session_id", session_id)
+        if session_id in self._held:
+            return
+        with self._transaction("acquiring a session") as conn:
+            owners.claim(conn, session_id, self._holder, self._now(), str(self._path))
+            self._held.add(session_id)
+
+    def release(self, session_id: str) -> None:
+        """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        if session_id not in self._held:
+            return
+        with self._transaction("releasing a session") as conn:
+            owners.release(conn, session_id, self._holder)
+            self._held.discard(session_id)
+
     def close(self) -> None:
-        """Close the connection (SQLite checkpoints the write-ahead log). Idempotent."""
+        """Release every session held and close the connection. Idempotent.
+
+        SQLite checkpoints the write-ahead log.
+        """
         with self._lock:
             conn, self._conn = self._conn, None
-            if conn is not None:
+            if conn is None:
+                return
+            try:
+                with self._errors("closing"):
+                    if self._held:
+                        conn.execute("BEGIN IMMEDIATE")
+                        owners.release_all(conn, self._holder)
+                        conn.execute("COMMIT")
+            finally:
+                # Whatever happened above, the claims no longer count: this store is closed.
+                self._held.clear()
+                close_holder(self._holder)
                 with self._errors("closing"):
                     conn.close()

@@ -107,7 +107,7 @@ def test_caller_mistakes_are_user_errors(rt: Runtime) -> None:
     with pytest.raises(UserError):
         ref.send(42)  # type: ignore[arg-type]
     with pytest.raises(UserError, match="plain JSON"):
-        rt.spawn(Agent("b"), metadata={"x": object()})
+        rt.spawn(Agent("b", model=ScriptedModel([])), metadata={"x": object()})
     with pytest.raises(UserError):
         rt.spawn("not an agent")  # type: ignore[arg-type]
 

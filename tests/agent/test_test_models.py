@@ -165,9 +165,9 @@ def test_test_model_without_tools_answers_at_once() -> None:
     assert result.output == "hi"
 
 
-def test_an_agent_without_a_model_uses_test_model() -> None:
+def test_the_model_string_test_is_a_test_model() -> None:
     with Runtime() as rt:
-        result = rt.spawn(Agent("t", tools=[add])).run("?")
+        result = rt.spawn(Agent("t", model="test", tools=[add])).run("?")
     assert json.loads(result.output) == {"add": "0"}
 
 

@@ -12,7 +12,7 @@ from actors import (
     UserMessage,
     tool,
 )
-from actors.testing import FunctionModel, call
+from actors.testing import FunctionModel, ScriptedModel, call
 
 
 def _this_run(messages: list[Message]) -> list[Message]:
@@ -66,3 +66,14 @@ def make_greeter() -> Agent:
 
 not_an_agent = 42
 _ = AssistantMessage
+
+
+@tool
+def explode() -> str:
+    """Fail, as a broken tool does."""
+    raise RuntimeError("the tool broke")
+
+
+failing = Agent(
+    "failing", model=ScriptedModel([call("explode"), "Sorry, it broke."]), tools=[explode]
+)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import structlog
 
+from actors._logging import current_sink
 from actors.cli import main
 
 HERE = Path(__file__).parent
@@ -266,6 +267,34 @@ def test_run_sets_initial_metadata(inproc: Callable[[Path | None], Actors]) -> N
     done = inproc(None)("run", "cli_agents:greeter", "hi", "--metadata", '{"lang": "fr"}')
     assert done.code == 0, done.err
     assert done.out == "hello nobody (fr), turn 1\n"
+
+
+def test_log_format_json_writes_the_librarys_warnings_as_json_lines(
+    inproc: Callable[[Path | None], Actors],
+) -> None:
+    done = inproc(None)("run", "cli_agents:failing", "go", "--log-format", "json")
+    assert done.code == 0, done.err
+    assert done.out == "Sorry, it broke.\n"
+    lines = [json.loads(line) for line in done.err.splitlines() if line.startswith("{")]
+    (raised,) = [line for line in lines if line["event"] == "tool raised"]
+    assert (raised["level"], raised["agent_id"], raised["run_id"]) == (
+        "warning",
+        "failing",
+        "failing-run-1",
+    )
+    assert (raised["error_type"], raised["error"]) == ("RuntimeError", "the tool broke")
+    assert "exception" not in raised  # the traceback only with --debug
+    assert current_sink() is None  # called from Python, the command leaves logging quiet
+
+
+def test_debug_shows_debug_lines_and_tracebacks_on_the_console(
+    inproc: Callable[[Path | None], Actors],
+) -> None:
+    done = inproc(None)("--debug", "run", "cli_agents:failing", "go")
+    assert done.code == 0, done.err
+    assert "tool raised" in done.err
+    assert 'raise RuntimeError("the tool broke")' in done.err
+    assert not done.err.lstrip().startswith("{")
 
 
 def test_run_suspends_on_approval_and_resume_can_decline(actors: Actors) -> None:

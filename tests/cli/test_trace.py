@@ -138,7 +138,7 @@ def test_trace_without_a_database_says_how_to_make_one(actors: Actors, home: Pat
     assert done.code == 1
     assert done.errors() == [
         f"actors: error: no session database at {home / 'sessions.sqlite'}",
-        "hint: run 'actors demo' or 'actors run' first, or pass --db PATH",
+        "hint: run 'actors demo' or 'actors run' first, or pass --db PATH or --store DSN",
     ]
 
 

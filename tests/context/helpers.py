@@ -113,6 +113,14 @@ def ref_fold(state: dict[str, Any], ops: list[tuple[str, str, Any]]) -> dict[str
                 out[key].append(copy.deepcopy(value))
             else:
                 raise RefError
+        elif kind == "increment":
+            current = out.get(key)
+            if current is None:
+                out[key] = value
+            elif isinstance(current, bool) or not isinstance(current, int | float):
+                raise RefError
+            else:
+                out[key] = current + value
         elif kind == "delete":
             out.pop(key, None)
         # log_event: no metadata
@@ -124,6 +132,7 @@ operations = st.one_of(
     st.tuples(st.just("set"), KEYS, json_values),
     st.tuples(st.just("merge"), KEYS, json_mappings),
     st.tuples(st.just("append"), KEYS, json_values),
+    st.tuples(st.just("increment"), KEYS, st.integers(-3, 3)),
     st.tuples(st.just("delete"), KEYS, st.none()),
     st.tuples(st.just("log_event"), st.just("app.note"), json_mappings),
 )

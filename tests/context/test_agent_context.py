@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -22,7 +24,7 @@ from actors import (
     UserMessage,
 )
 from actors.context._agent_context import INTERRUPTED_NOT_STARTED
-from actors.exceptions import InvalidUpdateError, UserError
+from actors.exceptions import InvalidUpdateError, ToolContextReadOnlyError, UserError
 
 from .helpers import (
     START,
@@ -90,7 +92,6 @@ def test_initial_metadata_is_logged_so_a_rebuild_has_it(clock: FakeClock) -> Non
         ({"max_iterations": "5"}, UserError, "max_iterations must be a positive int"),
         ({"name": 5}, UserError, "name must be a string"),
         ({"parent_id": 5}, UserError, "parent_id must be a string"),
-        ({"system_prompt": 5}, UserError, "system prompt must be a string"),
         ({"clock": "now"}, UserError, "clock must be a function"),
         ({"metadata": [("a", 1)]}, UserError, "metadata must be a mapping"),
         ({"metadata": {"a": {1, 2}}}, InvalidUpdateError, "value for key 'a'"),
@@ -536,30 +537,57 @@ def test_replace_rejects_bad_input(ctx: AgentContext, call: Any, match: str) -> 
 
 def test_the_system_prompt_overlay_is_applied_but_never_logged(ctx: AgentContext) -> None:
     ctx.add_message(user())
-    ctx.set_system_prompt("be brief")
+    ctx.put_system_prompt_overlay("be brief")
     assert ctx.model_messages() == [SystemMessage(content="be brief"), user()]
     assert ctx.messages == [user()]
     assert [e.type for e in ctx.events] == ["user_message"]
-    ctx.set_system_prompt("be thorough")  # setting twice replaces
+    ctx.put_system_prompt_overlay("be thorough")  # putting twice replaces
     assert ctx.model_messages() == [SystemMessage(content="be thorough"), user()]
-    assert ctx.system_prompt == "be thorough"
+    assert ctx.system_prompt_overlay == "be thorough"
+    assert ctx.system_prompt is None  # nothing is logged
     assert len(ctx.events) == 1
+    assert "be thorough" not in json.dumps(ctx.serialize())  # nor persisted
+    assert AgentContext.deserialize(ctx.serialize()).system_prompt_overlay is None
 
 
-def test_the_overlay_replaces_a_leading_system_message(ctx: AgentContext) -> None:
-    ctx.add_messages([SystemMessage(content="old"), user()])
-    ctx.set_system_prompt("new")
-    assert ctx.model_messages() == [SystemMessage(content="new"), user()]
-    ctx.set_system_prompt(None)
-    assert ctx.model_messages() == [SystemMessage(content="old"), user()]
+def test_the_overlay_is_appended_to_the_logged_system_prompt(ctx: AgentContext) -> None:
+    ctx.add_messages([SystemMessage(content="You are Ada's assistant."), user()])
+    assert ctx.system_prompt == "You are Ada's assistant."  # the logged part
+    ctx.put_system_prompt_overlay("Answer in French.")
+    assert ctx.model_messages() == [
+        SystemMessage(content="You are Ada's assistant.\n\nAnswer in French."),
+        user(),
+    ]
+    assert ctx.messages[0] == SystemMessage(content="You are Ada's assistant.")  # log unchanged
+    ctx.put_system_prompt_overlay(None)
+    assert ctx.model_messages() == ctx.messages
+    ctx.put_system_prompt_overlay("")  # empty is no overlay
+    assert (ctx.system_prompt_overlay, ctx.model_messages()) == (None, ctx.messages)
 
 
-def test_the_overlay_from_the_constructor_and_bad_prompts() -> None:
-    ctx = AgentContext(system_prompt="sys")
-    assert ctx.model_messages() == [SystemMessage(content="sys")]
-    with pytest.raises(UserError, match="system prompt must be a string"):
-        ctx.set_system_prompt(["sys"])  # type: ignore[arg-type]
-    assert ctx.system_prompt == "sys"
+def test_an_overlay_the_logged_prompt_already_ends_with_is_not_repeated(
+    ctx: AgentContext,
+) -> None:
+    # A session logged before instructions became an overlay holds them in its system message.
+    ctx.add_messages([SystemMessage(content="Be brief.\n\nAnswer in JSON."), user()])
+    ctx.put_system_prompt_overlay("Answer in JSON.")
+    assert ctx.model_messages() == ctx.messages
+
+
+def test_a_system_message_that_is_not_leading_is_not_the_system_prompt(
+    ctx: AgentContext,
+) -> None:
+    ctx.add_messages([user(), SystemMessage(content="late")])
+    ctx.put_system_prompt_overlay("overlay")
+    assert ctx.system_prompt is None
+    assert ctx.model_messages()[0] == SystemMessage(content="overlay")
+
+
+def test_a_bad_overlay_is_refused_and_changes_nothing(ctx: AgentContext) -> None:
+    ctx.put_system_prompt_overlay("sys")
+    with pytest.raises(UserError, match="overlay must be a string or None"):
+        ctx.put_system_prompt_overlay(["sys"])  # type: ignore[arg-type]
+    assert ctx.system_prompt_overlay == "sys"
 
 
 # -- iterations -----------------------------------------------------------------------------
@@ -653,13 +681,25 @@ def test_suspended_calls_are_not_dangling(ctx: AgentContext) -> None:
 # -- RunContext -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Config:
+    region: str
+
+
 def test_run_context_for_a_call(clock: FakeClock) -> None:
     ctx = AgentContext("child", parent_id="root", metadata={"notes": ["a"]}, clock=clock)
     ctx.log_event("turn_start", {"run_id": "run-1"})
     ctx.add_usage(Usage(requests=1))
-    deps = {"db": object()}
+    db = object()
+    deps = {"db": db}
     run = ctx.run_context(CALL, tool_context=deps, retry=2, timeout=3.5)
-    assert run.tool_context is deps  # forwarded unchanged, by reference
+    assert run.tool_context == deps  # a read-only view of the caller's mapping
+    assert run.tool_context["db"] is db  # whose objects are handed over as they are
+    with pytest.raises(ToolContextReadOnlyError, match=r"tool_context\['db'\] is read-only"):
+        run.tool_context["db"] = None
+    assert deps == {"db": db}
+    config = Config(region="eu")  # not a mapping: passed as it is
+    assert ctx.run_context(CALL, tool_context=config).tool_context is config
     assert (run.agent_id, run.parent_id, run.run_id) == ("child", "root", "run-1")
     assert (run.tool_call_id, run.tool_name, run.retry, run.timeout) == ("c1", "search", 2, 3.5)
     assert run.usage == Usage(requests=1)

@@ -20,10 +20,12 @@ PUBLIC_MODULES = [actors, actors.exceptions]
 # Each entry needs a reason; the owner of the module decides (export it, or drop it from the
 # module's __all__ and remove it here).
 NOT_REEXPORTED = {
+    "actors._logging.LazyLogger": "the library's own logger; users see configure_logging",
     "actors.loop._loop.AgentLoop": "the agent loop's state machine; used by the runtimes",
     "actors.runtime._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
     "actors.runtime._stream.TreeStream": "the queue behind run_stream; users iterate it",
     "actors.runtime._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
+    "actors.loop._toolset.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
 }
 
 CONTEXT_MODULES = sorted(p.stem for p in (PACKAGE / "context").glob("_*.py"))

@@ -35,9 +35,9 @@ def busy_context(clock: FakeClock) -> AgentContext:
         parent_id="root",
         metadata={"user": {"name": "Ada"}},
         max_iterations=7,
-        system_prompt="be brief",
         clock=clock,
     )
+    ctx.put_system_prompt_overlay("be brief")  # never serialized
     ctx.log_event("turn_start", {"run_id": "run-1"})
     ctx.add_message(UserMessage(content="find tea"))
     ctx.add_message(UserMessage(content="user likes green tea"), source="memory")
@@ -84,7 +84,8 @@ def test_serialize_is_plain_json_version_2(clock: FakeClock) -> None:
     assert blob["metadata"] == {"user": {"name": "Ada"}, "notes": ["green"]}
     assert blob["usage"] == {"requests": 1, "input_tokens": 12, "output_tokens": 3, "tool_calls": 1}
     assert blob["iteration"] == 1
-    assert blob["system_prompt"] == "be brief"
+    assert blob["system_prompt"] is None  # no logged system prompt; the overlay is not kept
+    assert "be brief" not in json.dumps(blob)
     assert len(blob["events"]) == len(ctx.events)
     assert blob["events"][0]["created_at"] == "2025-01-01T00:00:00Z"
 
@@ -93,7 +94,7 @@ def test_serialize_never_contains_the_tool_context(clock: FakeClock) -> None:
     ctx = busy_context(clock)
     secret = {"api_key": "sk-SECRET-123"}
     run = ctx.run_context(CALL, tool_context=secret)
-    assert run.tool_context is secret
+    assert run.tool_context == secret
     assert "sk-SECRET-123" not in json.dumps(ctx.serialize())
 
 
@@ -366,7 +367,9 @@ def act(ctx: AgentContext, action: tuple[Any, ...]) -> None:
 def test_deserialize_serialize_gives_the_same_context(
     actions: list[tuple[Any, ...]], prompt: str | None, metadata: dict[str, Any]
 ) -> None:
-    ctx = AgentContext("a", metadata=metadata, system_prompt=prompt, clock=FakeClock())
+    ctx = AgentContext("a", metadata=metadata, clock=FakeClock())
+    if prompt is not None:
+        ctx.add_message(SystemMessage(content=prompt))
     with capture_logs():
         for action in actions:
             # append onto a non-list is refused, and changes nothing
@@ -375,3 +378,31 @@ def test_deserialize_serialize_gives_the_same_context(
     blob = ctx.serialize()
     restored = AgentContext.deserialize(json.loads(json.dumps(blob)))
     assert_same_state(restored, ctx)
+
+
+# -- the system prompt: the logged part is kept, the overlay never ---------------------------
+
+
+def test_the_logged_system_prompt_is_kept_and_the_overlay_is_not(clock: FakeClock) -> None:
+    ctx = AgentContext("a", clock=clock)
+    ctx.add_messages([SystemMessage(content="You help Ada."), UserMessage(content="hi")])
+    ctx.put_system_prompt_overlay("Answer in French.")
+    blob = json.loads(json.dumps(ctx.serialize()))
+    assert blob["system_prompt"] == "You help Ada."
+    assert "Answer in French." not in json.dumps(blob)
+    restored = AgentContext.deserialize(blob)
+    assert restored.system_prompt == "You help Ada."
+    assert restored.system_prompt_overlay is None
+    assert restored.model_messages() == restored.messages
+
+
+def test_an_overlay_written_by_an_older_version_is_not_read_back(clock: FakeClock) -> None:
+    ctx = AgentContext("a", clock=clock)
+    ctx.add_messages([SystemMessage(content="logged"), UserMessage(content="hi")])
+    blob = ctx.serialize()
+    blob["system_prompt"] = "an overlay of an older version"  # it was persisted then
+    restored = AgentContext.deserialize(blob)
+    assert restored.system_prompt == "logged"  # the log says what was logged
+    assert restored.system_prompt_overlay is None  # the code that runs now puts its own
+    v1 = {"version": 1, "messages": [{"role": "user", "content": "hi"}], "system_prompt": "x"}
+    assert AgentContext.deserialize(v1, clock=clock).model_messages() == [UserMessage(content="hi")]

@@ -292,7 +292,7 @@ def test_fold_matches_the_reference_model(
     try:
         expected = ref_fold(state, ops)
     except RefError:
-        event("append onto a non-list")
+        event("append or increment onto the wrong type")
         with pytest.raises(InvalidUpdateError):
             update.fold(state, warn_dropped_events=False)
     else:

@@ -17,6 +17,7 @@ ROOT = Path(actors.__file__).parent
 FLOORS: dict[str, int] = {
     "exceptions": 0,
     "_logging": 0,
+    "_safe": 0,
     "context": 1,
     "models": 2,
     "store": 2,
@@ -24,6 +25,7 @@ FLOORS: dict[str, int] = {
     "runtime": 4,
     "ray": 5,
     "testing": 5,
+    "mcp": 5,
     "__init__": 5,
     "trace": 6,
     "cli": 7,

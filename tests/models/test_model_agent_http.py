@@ -186,6 +186,7 @@ def test_agent_with_a_tool_over_http(server: Any, wire: Any, provider: str) -> N
     second = server.received[-1].body
     text = json.dumps(second)
     assert "Sunny" in text
+    assert "Answer with the weather." in text  # the instructions reach the provider
     assert ("call_oslo" if provider == "openai" else "toolu_oslo") in text
 
 

@@ -149,3 +149,55 @@ def test_auth_objects_do_not_show_the_key() -> None:
     request = httpx.Request("POST", "http://example.invalid")
     flow = auth.auth_flow(request)
     assert next(flow).headers["x-api-key"] == KEY
+
+
+CUT_KEY = "sk-9QfZ7xw2LmT4vR8k"
+
+
+def _leaks(text: str) -> list[str]:
+    """The pieces of CUT_KEY (four characters or more) found in ``text``."""
+    return [
+        CUT_KEY[i:j]
+        for i in range(len(CUT_KEY))
+        for j in range(i + 4, len(CUT_KEY) + 1)
+        if CUT_KEY[i:j] in text
+    ]
+
+
+@pytest.mark.parametrize("inside", [1, 4, 9, len(CUT_KEY) - 1])
+def test_a_key_straddling_the_cut_of_an_error_body_never_leaks_even_in_part(
+    server: Any, wire: Any, tmp_path: Any, inside: int
+) -> None:
+    # The body is cut to 500 characters: the key starts ``inside`` characters before the cut.
+    from actors import Agent, Runtime
+    from actors.exceptions import RunFailedError
+    from actors.store import SQLiteStore
+
+    prefix = "x" * (499 - inside)
+    body = {"error": {"message": f"{prefix}{CUT_KEY} was refused"}}
+    stream_error = wire.event({"error": {"message": f"{prefix[:300]}{CUT_KEY} refused"}})
+    server.script(
+        wire.json(400, body),  # an error status: the body's excerpt
+        wire.raw(200, f"not json {prefix[: 200 - 10 - inside]}{CUT_KEY}".encode()),  # cut at 200
+        wire.json(200, body),  # a reply whose error object the parser quotes, cut at 500
+        wire.sse([stream_error]),  # an error inside a stream, cut before the key is known
+    )
+    model = OpenAIChatModel("m", base_url=server.url + "/v1", api_key=CUT_KEY, retry=FAST)
+    stream = OpenAIChatModel(
+        "m", base_url=server.url + "/v1", api_key=CUT_KEY, retry=FAST, settings={"stream": True}
+    )
+    seen: list[str] = []
+    with SQLiteStore(tmp_path / "s.sqlite") as store, Runtime() as runtime:
+        for index, each in enumerate((model, model, model, stream)):
+            ref = runtime.spawn(Agent(f"a{index}", model=each), store=store)
+            with pytest.raises(RunFailedError) as info:
+                ref.run("hi", timeout=10)
+            cause = info.value.__cause__
+            seen += [str(info.value), repr(info.value), str(cause), repr(vars(cause))]
+            seen += [e.model_dump_json() for e in ref.context().events]
+    assert "HTTP 400" in seen[0]
+    assert any("***" in text for text in seen), "the key was masked"
+    for text in seen:
+        assert _leaks(text) == [], text
+    for path in tmp_path.iterdir():
+        assert _leaks(path.read_bytes().decode("utf-8", "replace")) == []

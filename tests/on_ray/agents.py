@@ -144,3 +144,8 @@ def delegate_one(ctx: RunContext) -> str:  # type: ignore[type-arg]
 DELEGATING_LEAD = Agent(
     "boss", model=ScriptedModel([call("delegate_one"), "done"]), tools=[delegate_one]
 )
+
+
+def narrow(context: Any) -> str:
+    """A Subagent's tool_context function: what the child gets of its parent's."""
+    return f"narrowed({context})"

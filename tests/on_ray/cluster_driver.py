@@ -22,7 +22,7 @@ from on_ray import agents
 
 
 def postgres(dsn: str) -> Any:
-    from actors.store import PostgresStore  # type: ignore[attr-defined]
+    from actors.store import PostgresStore
 
     return PostgresStore(dsn)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,25 @@ def test_tool_context_is_rebuilt_on_each_host_by_the_factory(
     assert {int(near.rsplit(" ", 1)[1]), int(far.rsplit(" ", 1)[1])} == set(host_pids)
 
 
+def test_a_narrowed_tool_context_travels_to_a_spread_child_as_it_is(
+    runtime: Any, host_pids: list[int]
+) -> None:
+    worker = agents.worker(call("whose"), "ok", tools=(agents.whose,))
+    lead = agents.lead(
+        [Subagent(worker, name="far", placement="spread", tool_context=agents.narrow)],
+        call("far", task="t"),
+        "done",
+    )
+    ref = runtime.spawn(lead, tool_context=agents.Settings("db://x"))
+    assert ref.run("go", timeout=BOUND).output == "done"
+    logs = {a.record.agent_id: a.context for a in _load(runtime, ref.agent_id).agents}
+    seen = _first_result(logs[f"{ref.agent_id}-sub-1"])
+    # narrowed on the parent's host from what its factory built there; not rebuilt again
+    assert seen.startswith("narrowed(connected to db://x in ")
+    parent_pid = host_pids[runtime.host_of(ref.agent_id)]
+    assert seen == f"narrowed(connected to db://x in {parent_pid})"
+
+
 def _first_result(context: dict[str, Any]) -> str:
     from actors import AgentContext
 
@@ -192,11 +212,18 @@ def test_cancelling_a_tree_cancels_its_child_on_another_host(
     ray_cluster.get(latch.wait.remote(), timeout=BOUND)
     ref.cancel("enough")
     assert future.result(BOUND).status == "cancelled"
-    child = {a.record.agent_id: a for a in store.load(ref.session_id).agents}[
-        f"{ref.agent_id}-sub-1"
-    ]
-    assert child.record.status == "cancelled"
-    assert "cancelled" in [e["type"] for e in child.context["events"]]
+
+    def child() -> Any:
+        agents_ = {a.record.agent_id: a for a in store.load(ref.session_id).agents}
+        return agents_[f"{ref.agent_id}-sub-1"]
+
+    # The parent's run ends without waiting for its children to finish cancelling; the child's
+    # host writes its end on its own time, and tells nobody here: poll the store, bounded.
+    deadline = time.monotonic() + BOUND
+    while child().record.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert child().record.status == "cancelled"
+    assert "cancelled" in [e["type"] for e in child().context["events"]]
 
 
 def test_delegated_children_follow_the_runtime_placement(
@@ -309,9 +336,9 @@ def test_bad_arguments_are_user_errors(ray_cluster: Any, runtime: Any) -> None:
     with pytest.raises(AgentDefinitionError, match="placement"):
         Agent("p", subagents=[Subagent(Agent("c"), placement="moon")])  # type: ignore[arg-type]
     with pytest.raises(UserError, match="taken"):
-        runtime.spawn(Agent("dup"), agent_id="pids")
+        runtime.spawn(Agent("dup", model=ScriptedModel([])), agent_id="pids")
     with pytest.raises(UserError, match="does not passivate"):
-        runtime.spawn(Agent("p")).passivate()
+        runtime.spawn(Agent("p", model=ScriptedModel([]))).passivate()
 
 
 def test_a_closed_runtime_refuses_new_agents(ray_cluster: Any, tmp_path: Path) -> None:

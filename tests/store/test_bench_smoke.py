@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from unittest.mock import ANY
 
 import pytest
 
@@ -41,3 +42,21 @@ def test_the_benchmark_runs_at_tiny_size(
     assert ("load + deserialize (1 agent x 100)", "sqlite", 0) in measures
     assert ("load + deserialize (10 agents x 10)", "sqlite", 0) in measures
     assert all(r["events"] > 0 and r["seconds"] > 0 for r in figures["results"])
+    # Postgres is measured next to SQLite when a server is reachable, else says it was skipped.
+    if figures["skipped"]:
+        assert figures["skipped"] == [{"store": "postgres", "reason": ANY}]
+        assert "| append, restore | postgres | - | - | - | - | skipped: no " in printed
+    else:
+        assert ("append", "postgres", 10) in measures
+        assert ("load + deserialize (1 agent x 100)", "postgres", 0) in measures
+
+
+def test_without_a_server_postgres_is_skipped_not_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = load_bench(monkeypatch)
+    for variable in bench.DSN_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    assert bench.main(["--smoke"]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped: no server (pass --postgres DSN)" in printed

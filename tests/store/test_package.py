@@ -12,9 +12,11 @@ import pytest
 
 import actors.store
 import actors.store._memory
+import actors.store._postgres
+import actors.store._protocol
 import actors.store._records
 import actors.store._sqlite
-from actors.store import MemoryStore, SessionStore, SQLiteStore
+from actors.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 
 STORE = Path(actors.store.__file__).parent
 DOCS = STORE.parents[1] / "docs" / "persistence.md"
@@ -25,7 +27,12 @@ ALLOWED = {"actors.exceptions", "actors._logging"}
 def test_all_is_sorted_and_complete() -> None:
     names = list(actors.store.__all__)
     assert names == sorted(names, key=str.lower)
-    private = [actors.store._memory, actors.store._records, actors.store._sqlite]
+    private = [
+        actors.store._memory,
+        actors.store._postgres,
+        actors.store._records,
+        actors.store._sqlite,
+    ]
     defined = {name for module in private for name in module.__all__}
     assert set(names) == defined | {"SessionStore"}
     for name in names:
@@ -35,7 +42,10 @@ def test_all_is_sorted_and_complete() -> None:
 def test_stores_are_session_stores() -> None:
     assert issubclass(SQLiteStore, SessionStore)
     assert issubclass(MemoryStore, SessionStore)
-    assert not inspect.isabstract(MemoryStore)
+    assert issubclass(PostgresStore, SessionStore)
+    for store in (MemoryStore, PostgresStore, SQLiteStore):
+        assert not inspect.isabstract(store)
+        assert {"acquire", "release"} <= set(vars(store))  # not the protocol's empty bodies
 
 
 @pytest.mark.parametrize("path", sorted(STORE.glob("*.py")), ids=lambda p: p.name)
@@ -64,7 +74,7 @@ def test_importing_the_store_does_not_import_pytest() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [actors.store, actors.store._memory, actors.store._sqlite],
+    [actors.store, actors.store._memory, actors.store._protocol, actors.store._sqlite],
     ids=lambda module: module.__name__,
 )
 def test_docstring_examples(module: ModuleType) -> None:

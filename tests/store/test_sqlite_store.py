@@ -4,6 +4,7 @@ import hashlib
 import os
 import random
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from actors import AgentContext
-from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError, UserError
-from actors.store import AgentRecord, SessionStore, SQLiteStore, _schema, _sqlite
+from actors.exceptions import (
+    CorruptStoreError,
+    SchemaVersionError,
+    SessionBusyError,
+    StoreError,
+    UserError,
+)
+from actors.store import AgentRecord, SessionStore, SQLiteStore, _owner, _schema
 from actors.store.conformance import StoreConformance, sample_context
 
 from .crash_child import BATCH, event
@@ -26,9 +33,15 @@ class TestSQLiteStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return SQLiteStore(tmp_path / "sessions.db")
 
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db")
+
 
 class TestSQLiteStoreSync(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "sessions.db", durability="sync")
+
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
         return SQLiteStore(tmp_path / "sessions.db", durability="sync")
 
 
@@ -82,7 +95,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 2
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -125,7 +138,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,14 +149,15 @@ def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.Monkey
         calls.append(1)
         conn.execute("CREATE TABLE labels (session_id TEXT PRIMARY KEY, label TEXT)")
 
+    current = _schema.SCHEMA_VERSION
     monkeypatch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, add_labels])
-    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", current + 1)
     with SQLiteStore(path) as store:
         assert store.last_seq("s1", "root") == 4
     SQLiteStore(path).close()
     assert calls == [1]
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == current + 1
         assert conn.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 0
 
 
@@ -156,17 +170,34 @@ def test_a_failed_migration_leaves_the_old_schema(
         conn.execute("CREATE TABLE labels (x)")
         conn.execute("INSERT INTO no_such_table VALUES (1)")
 
+    current = _schema.SCHEMA_VERSION
     with monkeypatch.context() as patch:
         patch.setattr(_schema, "MIGRATIONS", [*_schema.MIGRATIONS, broken])
-        patch.setattr(_schema, "SCHEMA_VERSION", 2)
+        patch.setattr(_schema, "SCHEMA_VERSION", current + 1)
         with pytest.raises(StoreError, match=str(path)):
             SQLiteStore(path)
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == current
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert "labels" not in tables
     with SQLiteStore(path) as store:
         assert store.last_seq("s1", "root") == 4
+
+
+def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
+    with raw(path) as conn:  # what the previous release wrote: migration 1 only
+        conn.execute("BEGIN IMMEDIATE")
+        _schema.MIGRATIONS[0](conn)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("COMMIT")
+        now = "2025-01-01T00:00:00+00:00"
+        conn.execute("INSERT INTO sessions VALUES ('s1', 'root', '{}', ?, ?, 0)", (now, now))
+    with SQLiteStore(path) as store:
+        store.acquire("s1")
+        assert store.load("s1").root_agent_id == "root"
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
@@ -231,7 +262,7 @@ def test_a_damaged_payload_is_reported_on_load(path: Path) -> None:
     with raw(path) as conn:
         conn.execute("UPDATE events SET data = '{\"seq\": 1,' WHERE seq = 1")
     store = SQLiteStore(path)
-    with store, pytest.raises(CorruptStoreError, match=f"{path}.*agent 'root' in session 's1'"):
+    with store, pytest.raises(CorruptStoreError, match=f"{path}.*agent 'root' of session 's1'"):
         store.load("s1")
 
 
@@ -239,7 +270,7 @@ def test_a_locked_file_is_an_error_that_writes_nothing(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fill(path, events=3)
-    monkeypatch.setattr(_sqlite, "_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr(_schema, "_BUSY_TIMEOUT", 0.05)
     with SQLiteStore(path) as store, raw(path) as other:
         other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
         with pytest.raises(StoreError, match="lock"):
@@ -312,3 +343,49 @@ def test_sigkill_loses_nothing_committed(path: Path, durability: str, seed: int)
         assert stored == [event(seq).model_dump(mode="json") for seq in range(last_seq + 1)]
         # The next run restarts at the last reported batch: re-appending it must be harmless.
         first = reported
+
+
+# -- who holds a session --------------------------------------------------------------------------
+
+
+def forge_holder(path: Path, host: str, pid: int, started: str) -> None:
+    """Record a holder of session s1 as another process would have."""
+    fill(path, events=1)
+    with raw(path) as conn:
+        conn.execute(
+            "INSERT INTO owners VALUES ('s1', ?, ?, ?, 'another-store', '2025-01-01T00:00:00')",
+            (host, pid, started),
+        )
+
+
+def test_a_holder_whose_process_ended_holds_nothing(path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "import os; print(os.getpid())"])
+    dead.wait()
+    forge_holder(path, socket.gethostname(), dead.pid, "boot:1")
+    with SQLiteStore(path) as store:
+        store.append_events("s1", "root", [event(1)])
+        store.acquire("s1")
+
+
+def test_a_reused_pid_is_not_the_holder(path: Path) -> None:
+    # pid 1 runs, but it is not the process that started at the recorded moment.
+    forge_holder(path, socket.gethostname(), 1, "another-boot:42")
+    with SQLiteStore(path) as store:
+        store.acquire("s1")
+
+
+def test_a_live_holder_in_another_process_keeps_the_session(path: Path) -> None:
+    started = _owner.process_start(1)
+    assert started is not None
+    forge_holder(path, socket.gethostname(), 1, started)
+    with SQLiteStore(path) as store:
+        with pytest.raises(SessionBusyError, match="process 1 on host"):
+            store.append_events("s1", "root", [event(1)])
+        assert store.last_seq("s1", "root") == 0
+
+
+def test_a_holder_on_another_host_is_taken_as_alive(path: Path) -> None:
+    forge_holder(path, "elsewhere.invalid", 4242, "")
+    with SQLiteStore(path) as store, pytest.raises(SessionBusyError) as caught:
+        store.acquire("s1")
+    assert (caught.value.holder_host, caught.value.holder_pid) == ("elsewhere.invalid", 4242)

@@ -53,7 +53,8 @@ def test_delegate_runs_a_child_and_returns_its_output(rt: Runtime) -> None:
     (ctx,) = SEEN
     assert ctx.agent_id == "boss-sub-1"
     assert ctx.parent_id == "boss"
-    assert ctx.tool_context is deps
+    assert ctx.tool_context == deps  # a read-only view of the same object
+    assert next(iter(ctx.tool_context.values())) is next(iter(deps.values()))
     assert ctx.metadata == {"user": "ada"}
     (spawned,) = events_of(result.events, "subagent_spawned")
     assert (spawned["child_id"], spawned["name"], spawned["task"], spawned["delegated"]) == (

@@ -64,19 +64,26 @@ def test_child_sees_the_same_tool_context_and_the_metadata_as_at_spawn(rt: Runti
     assert tool_results(result.messages)[1].content == "worked"
 
 
-def test_child_starts_with_a_fresh_log_of_its_instructions_and_task(rt: Runtime) -> None:
+def test_child_starts_with_a_fresh_log_of_its_system_prompt_and_task(rt: Runtime) -> None:
     child_model = ScriptedModel(["done"])
-    child = Agent("worker", instructions="You work.", model=child_model)
+    child = Agent("worker", system_prompt="You work.", instructions="Be brief.", model=child_model)
     parent = Agent(
         "boss",
-        instructions="You lead.",
+        system_prompt="You lead.",
+        instructions="Delegate.",
         model=ScriptedModel([call("worker", task="sum 1 and 2"), "ok"]),
         subagents=[child],
     )
-    rt.spawn(parent).run("the parent's prompt")
+    ref = rt.spawn(parent)
+    ref.run("the parent's prompt")
+    # The child's own prompts, none of its parent's: its logged system prompt, its overlay.
     assert [(m.role, m.content) for m in child_model.requests[0].messages] == [
-        ("system", "You work."),
+        ("system", "You work.\n\nBe brief."),
         ("user", "sum 1 and 2"),
+    ]
+    assert [(m.role, m.content) for m in ref.context().messages][:2] == [
+        ("system", "You lead."),
+        ("user", "the parent's prompt"),
     ]
 
 

@@ -43,7 +43,8 @@ def test_three_levels_forward_context_and_bring_results_up(rt: Runtime) -> None:
     (ctx,) = seen
     assert ctx.agent_id == "root-sub-1-sub-1"
     assert ctx.parent_id == "root-sub-1"
-    assert ctx.tool_context is deps
+    assert ctx.tool_context == deps  # a read-only view of the same object
+    assert next(iter(ctx.tool_context.values())) is next(iter(deps.values()))
     # The leaf got the middle agent's metadata as of its spawn (a snapshot of a snapshot).
     assert ctx.metadata == {"tenant": "acme", "mid": "changed"}
     assert ref.context().metadata == {"tenant": "acme"}

@@ -5,12 +5,23 @@ CI runs ``mypy --strict tests/typecheck``; a change that loses a type fails ther
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import assert_type
 
 from pydantic import BaseModel
 
-from actors import Agent, ContextUpdate, RunContext, RunResult, Runtime, tool
+from actors import (
+    Agent,
+    ContextUpdate,
+    LoggedEvent,
+    RunContext,
+    RunResult,
+    Runtime,
+    Subagent,
+    configure_logging,
+    tool,
+)
 from actors.testing import ScriptedModel
 
 
@@ -39,14 +50,39 @@ def remember(ctx: RunContext[Deps], note: str) -> tuple[str, ContextUpdate]:
     return "ok", ContextUpdate().append("notes", note)
 
 
+@tool(sequential=True)
+def count(ctx: RunContext[Deps]) -> ContextUpdate:
+    """Count one, after the previous call of this step."""
+    return ContextUpdate().increment("count", by=ctx.metadata.get("step", 1))
+
+
+def instructions(ctx: RunContext[Deps]) -> str:
+    """The overlay, worked out for every model request."""
+    return f"The user is {ctx.tool_context.user_id}."
+
+
+def narrow(deps: Deps) -> Deps:
+    """What a child gets of its parent's tool context."""
+    return Deps(user_id=deps.user_id)
+
+
+helper = Agent("helper", model=ScriptedModel([]))
 agent: Agent[Weather] = Agent(
-    "weather", model=ScriptedModel([]), output_type=Weather, tools=[remember]
+    "weather",
+    model=ScriptedModel([]),
+    system_prompt="You report the weather.",
+    instructions=instructions,
+    output_type=Weather,
+    tools=[remember, count],
+    subagents=[Subagent(helper, tool_context=narrow)],
 )
 
 
 def main() -> None:
     """Spawn, run, read typed output."""
-    with Runtime() as runtime:
+    configure_logging("DEBUG", format="json", stream=sys.stderr, tracebacks=False)
+    assert_type(LoggedEvent("app.note", {"n": 1}).type, str)
+    with Runtime(default_model="test") as runtime:
         ref = runtime.spawn(agent, tool_context=Deps(user_id=1))
         result = ref.run("Weather in Paris?")
         assert_type(result, RunResult[Weather])

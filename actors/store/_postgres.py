@@ -1,0 +1,381 @@
+"""`PostgresStore`: a `SessionStore` in a PostgreSQL database, shared by many hosts.
+
+Importing this module does not import the driver: `PostgresStore` imports psycopg when it is
+constructed, so ``import actors.store`` works without the ``actors[postgres]`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from actors.context._events import Clock, Event, system_clock
+from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store._batch import (
+    EncodedEvent,
+    check_id,
+    check_record,
+    encode_data,
+    encode_events,
+    new_events,
+    stored_agents,
+)
+from actors.store._owner import busy, close_holder, new_holder
+from actors.store._pg_holds import Holds
+from actors.store._pg_sql import Statements
+from actors.store._protocol import SessionStore
+from actors.store._records import AgentRecord, SessionInfo, StoredSession
+
+if TYPE_CHECKING:
+    from actors.store._pg_link import Connection, Link
+    from actors.store._pg_target import Target
+
+__all__ = ["PostgresStore"]
+
+
+def _driver() -> tuple[type[Target], type[Link]]:
+    """The driver-backed classes, imported now.
+
+    Raises:
+        UserError: psycopg 3 or psycopg_pool is not installed.
+    """
+    try:
+        from actors.store._pg_link import Link
+        from actors.store._pg_target import Target
+    except ImportError as exc:
+        if not (exc.name or "").startswith("psycopg"):
+            raise
+        raise UserError(
+            f"PostgresStore needs psycopg 3 and psycopg_pool, and {exc.name!r} cannot be "
+            "imported; install them with: pip install 'actors[postgres]'"
+        ) from exc
+    return Target, Link
+
+
+class PostgresStore(SessionStore):
+    """A `SessionStore` in a PostgreSQL database (psycopg 3, with a connection pool).
+
+    Its tables (``sessions``, ``agents``, ``events``, ``owners`` and ``schema_version``) live
+    in one Postgres schema, created with them when missing; a schema of an older version is
+    migrated on open, one of a newer version is refused. Several stores, in one process or on
+    many hosts, may use the same schema at once.
+
+    Durability: every `append_events` call is one transaction, committed before it returns,
+    and each commit waits until the server has flushed it to its write-ahead log on disk
+    (``synchronous_commit`` is raised to ``on`` for the store's connections when the server
+    has it lower). An acknowledged event survives the process crashing, the connection
+    dropping, and the server crashing. A call cut off by a lost connection raises
+    `StoreConnectionError`; it may or may not have committed, and appending the same events
+    again is harmless.
+
+    Ownership: `acquire` takes a session-level advisory lock on a dedicated connection of this
+    store and records the holder (host, pid) in the ``owners`` table. The server drops the lock
+    when that connection ends, so the sessions of a process that died are free as soon as the
+    server sees its connection close (at once on a crash; for a host that vanished, after TCP
+    keepalives give up, about a minute).
+
+    The connection string is never shown: the repr and every error name the user, host, port
+    and database only. Prefer PGPASSWORD or ``~/.pgpass`` to a password in the string.
+
+    Example:
+        >>> store = PostgresStore("postgresql://app@db.internal:5432/agents")  # doctest: +SKIP
+        >>> store.acquire("support-42")  # doctest: +SKIP
+
+    Args:
+        dsn: A libpq connection string: ``postgresql://user:password@host:port/dbname`` or
+            ``"host=... dbname=..."``; what it leaves out comes from the PG* environment
+            variables and libpq's defaults.
+        schema: The Postgres schema holding the store's tables.
+        pool_size: The most connections the store opens at once for its calls (it opens one
+            more to hold sessions, once it acquires one).
+        connect_timeout: Seconds to wait for a connection before a call fails.
+        clock: Where the sessions' ``created_at`` and ``updated_at`` come from.
+
+    Raises:
+        UserError: psycopg is not installed (``pip install 'actors[postgres]'``), or an
+            argument cannot be used (an unreadable connection string, a bad schema name).
+        StoreAuthenticationError: The server refused the user or password.
+        DatabaseNotFoundError: The database does not exist.
+        StoreConnectionError: The server cannot be reached.
+        SchemaVersionError: A newer version of the library wrote the schema; nothing written.
+        CorruptStoreError: The schema holds tables that are not a store's.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "actors",
+        pool_size: int = 8,
+        connect_timeout: float = 10.0,
+        clock: Clock = system_clock,
+    ) -> None:
+        target_type, link_type = _driver()
+        self._sql = Statements(schema)
+        self._sql.s  # noqa: B018  # checks the schema name before anything connects
+        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
+            raise UserError(f"pool_size must be a positive int, got {pool_size!r}")
+        if not isinstance(connect_timeout, int | float) or not connect_timeout > 0:
+            raise UserError(f"connect_timeout must be a positive number, got {connect_timeout!r}")
+        self._target = target_type.parse(dsn)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._holds = Holds(self._sql, new_holder(self), self._target.url)
+        self._link: Link | None = link_type(
+            self._target, self._sql, pool_size=pool_size, connect_timeout=connect_timeout
+        )
+
+    @property
+    def url(self) -> str:
+        """Where the store is, without the password: ``postgresql://user@host:port/dbname``."""
+        return self._target.url
+
+    @property
+    def schema(self) -> str:
+        """The Postgres schema holding the store's tables."""
+        return self._sql.schema
+
+    def __repr__(self) -> str:
+        state = " closed" if self._link is None else ""
+        return f"<PostgresStore {self._target.url} schema={self.schema!r}{state}>"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _open(self) -> Link:
+        link = self._link
+        if link is None:
+            raise StoreError(f"the PostgresStore on {self.url} is closed; open a new PostgresStore")
+        return link
+
+    def _now(self) -> datetime:
+        return self._clock().astimezone(UTC)
+
+    def _missing(self, session_id: str) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            f"no session {session_id!r} in {self.url} (schema {self.schema!r}); "
+            "store.list_sessions() lists the sessions it holds"
+        )
+
+    def _lock_session(self, conn: Connection, session_id: str, *, share: bool = True) -> bool:
+        """Lock the session's row until the transaction ends; False when the session is missing.
+
+        Writers share the lock; an acquirer (or a delete) takes it alone, so it waits for the
+        writers in flight and they wait for it. A statement that runs after the lock was
+        granted sees every claim committed before (each statement takes a new snapshot).
+        """
+        sql = self._sql.share_session if share else self._sql.lock_session
+        return conn.execute(sql, {"session": session_id}).fetchone() is not None
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    def create_session(
+        self, session_id: str, *, root_agent_id: str, data: Mapping[str, Any] | None = None
+    ) -> None:
+        """Create a session, or do nothing when it exists with the same root.
+
+        See `SessionStore.create_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root_agent_id)
+        encoded = encode_data("session data", data)
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            self._lock_session(conn, session_id)
+            self._holds.check_writer(conn, session_id)
+            params = {"session": session_id, "root": root_agent_id, "data": encoded, "now": now}
+            conn.execute(self._sql.create_session, params)
+            (root,) = conn.execute(self._sql.root_of, params).fetchone() or (None,)
+            if root != root_agent_id:
+                raise StoreError(
+                    f"session {session_id!r} exists in {self.url} with root agent {root!r}, "
+                    f"not {root_agent_id!r}; choose another session id or delete the old session"
+                )
+
+        self._open().run("creating a session", work)
+
+    def put_agent(self, session_id: str, record: AgentRecord) -> None:
+        """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_record(record)
+        params = {
+            "session": session_id,
+            "agent": record.agent_id,
+            "parent": record.parent_id,
+            "name": record.name,
+            "status": record.status,
+            "position": record.position,
+            "now": self._now(),
+        }
+
+        def work(conn: Connection) -> None:
+            if not self._lock_session(conn, session_id):
+                raise self._missing(session_id)
+            self._holds.check_writer(conn, session_id)
+            conn.execute(self._sql.put_agent, params)
+
+        self._open().run("putting an agent", work)
+
+    def append_events(self, session_id: str, agent_id: str, events: Sequence[Event]) -> None:
+        """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        batch = encode_events(session_id, agent_id, events)
+        params = self._holds.params(session_id, agent=agent_id, now=self._now())
+        if batch:
+            # The common case in one round trip: the batch continues the stored log. Here: is
+            # it contiguous, from a seq >= 0? The server checks that it starts where the log
+            # ends, and appends it, or says why not.
+            new_events(session_id, agent_id, batch, batch[0].seq - 1, lambda a, b: {})
+            status, _, host, pid = self._open().run(
+                "appending events",
+                lambda conn: (
+                    conn.execute(
+                        self._sql.append_batch, {**params, **self._columns(batch)}
+                    ).fetchone()
+                    or ("", None, None, None)
+                ),
+                single=True,
+            )
+            if status == "appended":
+                return
+            if status == "missing":
+                raise self._missing(session_id)
+            if status == "busy":
+                raise busy(session_id, host, pid, self.url)
+            if status == "unknown agent":
+                raise self._unknown_agent(session_id, agent_id)
+        # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
+
+        def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
+            rows = conn.execute(self._sql.stored_events, {**params, "first": first, "last": last})
+            return {seq: (kind, data) for seq, kind, data in rows}
+
+        def work(conn: Connection) -> None:
+            if not self._lock_session(conn, session_id):
+                raise self._missing(session_id)
+            head = conn.execute(self._sql.append_head, params).fetchone()
+            known, last, host, pid = head or (False, None, None, None)
+            if pid is not None:
+                raise busy(session_id, host, pid, self.url)
+            if not known:
+                raise self._unknown_agent(session_id, agent_id)
+            last_seq = -1 if last is None else int(last)
+            fresh = new_events(
+                session_id, agent_id, batch, last_seq, lambda a, b: stored(conn, a, b)
+            )
+            if fresh:
+                conn.execute(
+                    self._sql.insert_events,
+                    {**params, **self._columns(fresh), "added": len(fresh)},
+                )
+
+        self._open().run("appending events", work)
+
+    @staticmethod
+    def _columns(batch: Sequence[EncodedEvent]) -> dict[str, list[Any]]:
+        return {
+            "seqs": [event.seq for event in batch],
+            "types": [event.type for event in batch],
+            "datas": [event.data for event in batch],
+            "times": [event.created_at for event in batch],
+        }
+
+    def _unknown_agent(self, session_id: str, agent_id: str) -> StoreError:
+        return StoreError(
+            f"agent {agent_id!r} is not part of session {session_id!r} in {self.url}; "
+            "put_agent() it before appending its events"
+        )
+
+    def load(self, session_id: str) -> StoredSession:
+        """The whole session, agents in spawn order. See `SessionStore.load`."""
+        params = {"session": session_id}
+
+        def work(conn: Connection) -> tuple[Any, list[Any], list[Any]]:
+            head = conn.execute(self._sql.load_head, params).fetchone()
+            if head is None:
+                raise self._missing(session_id)
+            agents = conn.execute(self._sql.load_agents, params).fetchall()
+            events = conn.execute(self._sql.load_events, params).fetchall()
+            return head, agents, events
+
+        head, agent_rows, event_rows = self._open().run("loading a session", work, snapshot=True)
+
+        def damaged(agent_id: str, exc: Exception) -> StoreError:
+            return CorruptStoreError(
+                f"an event of agent {agent_id!r} in session {session_id!r} in {self.url} does "
+                f"not hold JSON ({exc}); restore the database from a backup"
+            )
+
+        root, data, created_at, updated_at = head
+        agents = stored_agents(agent_rows, event_rows, damaged)
+        return StoredSession(session_id, root, json.loads(data), created_at, updated_at, agents)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, the most recently created first. See `SessionStore.list_sessions`."""
+        rows = self._open().run(
+            "listing sessions", lambda conn: conn.execute(self._sql.list_sessions).fetchall()
+        )
+        return [
+            SessionInfo(
+                session_id=session_id,
+                root_agent_id=root,
+                data=json.loads(data),
+                created_at=created_at,
+                updated_at=updated_at,
+                agent_count=agent_count,
+                event_count=event_count,
+            )
+            for session_id, root, data, created_at, updated_at, agent_count, event_count in rows
+        ]
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session with its agents and events. See `SessionStore.delete`."""
+
+        def work(conn: Connection) -> None:
+            if not self._lock_session(conn, session_id, share=False):
+                raise self._missing(session_id)
+            self._holds.check_writer(conn, session_id)
+            conn.execute(self._sql.delete, {"session": session_id})
+
+        self._open().run("deleting a session", work)
+
+    def last_seq(self, session_id: str, agent_id: str) -> int:
+        """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        params = {"session": session_id, "agent": agent_id}
+        row = self._open().run(
+            "reading the last seq", lambda conn: conn.execute(self._sql.last_seq, params).fetchone()
+        )
+        if row is None:
+            raise self._missing(session_id)
+        return -1 if row[0] is None else int(row[0])
+
+    # -- ownership --------------------------------------------------------------------------
+
+    def acquire(self, session_id: str) -> None:
+        """Make this store the session's only writer. See `SessionStore.acquire`."""
+        check_id("session_id", session_id)
+        holds = self._holds
+        self._open().owned(
+            "acquiring a session", lambda conn: holds.acquire(conn, session_id), holds.rearm
+        )
+
+    def release(self, session_id: str) -> None:
+        """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        link, holds = self._link, self._holds
+        if link is not None and session_id in holds.held:
+            link.owned(
+                "releasing a session", lambda conn: holds.release(conn, session_id), holds.rearm
+            )
+
+    def close(self) -> None:
+        """Release every session held and close every connection. Idempotent."""
+        with self._lock:
+            link, self._link = self._link, None
+        if link is None:
+            return
+        try:
+            link.close(self._holds.release_all)
+        finally:
+            self._holds.held.clear()
+            close_holder(self._holds.holder)
