@@ -18,7 +18,7 @@ from typing import Any
 from actors.context._usage import Usage
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
-from actors.ray._peers import Adopt
+from actors.ray._remote_child import Adopt
 from actors.ray._server import HostConfig, HostServer
 from actors.ray._wire import ChildEnd, Missing, Outcome, TreeSeed, WireReply, portable_error
 from actors.runtime._stream import StreamEvent

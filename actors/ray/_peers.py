@@ -1,196 +1,48 @@
-"""Children on other hosts: the stand-in a parent's host keeps, and the calls between hosts.
+"""`HostPeers`: placement, and the calls between hosts for children that live elsewhere.
 
 A child placed on another host is, on its parent's host, an `AgentNode` whose actor is a
-`RemoteChild`: the `LocalHost` sends it messages as it would to a local child's actor, and the
-stand-in turns each into a Ray call to the child's host. A run (or a resumed run) of the child
-is one call that returns when the run ends, so its result comes back as the call's value and
-is delivered to the parent as the usual message (`ChildFinished`, `DelegateDone`); if the
-child's host dies, the call fails, and the parent gets a `HostLostError` instead. On the
-child's host, the child's answer to its parent (a message to an id that host does not hold)
-settles the waiting call (`HostPeers.send`).
+`RemoteChild` (see `actors.ray._remote_child`): the `LocalHost` sends it messages as it would
+to a local child's actor, and the stand-in turns each into a Ray call to the child's host. A
+run (or a resumed run) of the child is one call that returns when the run ends, so its result
+comes back as the call's value and reaches the parent as the usual message (`ChildFinished`,
+`DelegateDone`); if the child's host dies, the call fails, and the parent gets a
+`HostLostError` instead. On the child's host, the child's answer to its parent (a message to
+an id that host does not hold) settles the waiting call (`HostPeers.send`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import itertools
 import threading
-import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pykka
-
 from actors._logging import get_logger
-from actors.context._agent_context import AgentContext
 from actors.context._usage import Usage
 from actors.exceptions import ActorsError, HostLostError
-from actors.loop._agent import Agent, Subagent
+from actors.loop._agent import Subagent
 from actors.loop._loop import AgentLoop
-from actors.loop._recovery import open_turn, recover
 from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
-from actors.ray._wire import ChildEnd, TreeSeed, WireReply, check_travels, portable_error
-from actors.runtime._host import DelegateDone, DelegateReply, ExpireRun, ParentReply, settle
+from actors.ray._remote_child import Adopt, RemoteChild
+from actors.ray._wire import ChildEnd, WireReply, check_travels, portable_error
+from actors.runtime._host import (
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    OpenStream,
+    ParentReply,
+    settle,
+)
 from actors.runtime._node import AgentNode
 from actors.runtime._stream import StreamEvent, TreeStream
 
 if TYPE_CHECKING:
     from actors.ray._server import HostServer
-    from actors.store._protocol import SessionStore
 
-__all__ = ["Adopt", "ForwardStream", "HostPeers", "RemoteChild"]
+__all__ = ["ForwardStream", "HostPeers"]
 
 _log = get_logger("actors.ray")
-
-STREAM_BATCH = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Adopt:
-    """A new child, as it travels to the host that will run it.
-
-    Attributes:
-        seed: What its tree shares (store, session, tool_context, approval handler).
-        parent_host: The index of its parent's host.
-        spec: Its spec.
-        context: Its context as its parent's host made it (first events already stored).
-        path: The agent ids from the root down to it.
-        depth: Its depth in the tree.
-        position: Its spawn position in the session.
-    """
-
-    seed: TreeSeed
-    parent_host: int
-    spec: Agent[Any]
-    context: dict[str, Any] = field(repr=False)
-    path: tuple[str, ...]
-    depth: int
-    position: int
-
-
-class _StopFuture:
-    """What ``RemoteChild.stop(block=False)`` returns: ``get`` waits, like pykka's future."""
-
-    def __init__(self, future: concurrent.futures.Future[Any] | None) -> None:
-        self._future = future
-
-    def get(self, timeout: float | None = None) -> None:
-        if self._future is not None:
-            with contextlib.suppress(Exception):
-                self._future.result(timeout)
-
-
-class RemoteChild:
-    """Takes the place of a child's actor on its parent's host; the child runs on ``host``.
-
-    Args:
-        peers: The parent host's peers.
-        host: The index of the child's host.
-        node: The parent host's record of the child.
-        adopt: What the child's host needs to start it (sent with its first run).
-    """
-
-    def __init__(self, peers: HostPeers, host: int, node: AgentNode, adopt: Adopt) -> None:
-        self.peers = peers
-        self.host = host
-        self.node = node
-        self._adopt: Adopt | None = adopt
-        self._alive = True
-        self.remote_alive = True  # whether the child's host still holds it
-        self._tokens: dict[int, str] = {}  # id(reply here) -> token of the waiting call
-        self._lock = threading.Lock()
-
-    # -- what the host calls, as on a pykka ActorRef --------------------------------------------
-
-    def is_alive(self) -> bool:
-        """Whether the child still counts as live here."""
-        return self._alive
-
-    def tell(self, message: Any) -> None:
-        """Send a message to the child on its host."""
-        if not self._alive:
-            raise pykka.ActorDeadError(f"{self.node.agent_id} is stopped")
-        if isinstance(message, StartRun | ResumeRun) and message.reply is not None:
-            self._start(message)
-        elif isinstance(message, ExpireRun):
-            with self._lock:
-                token = self._tokens.get(id(message.reply))
-            if token is not None:
-                self.peers.call(
-                    self.host, "child_expire", self.node.agent_id, token, message.timeout
-                )
-        else:
-            self.peers.call(self.host, "tell", self.node.agent_id, None, message)
-
-    def ask(self, message: Any, timeout: float | None = None) -> Any:
-        """Ask the child's host a question about it (blocking; never from an agent's turn)."""
-        import ray
-
-        from actors.runtime._host import Query
-
-        what = message.what if isinstance(message, Query) else str(message)
-        ref = self.peers.call(self.host, "query_now", self.node.agent_id, what)
-        return ray.get(ref, timeout=timeout).get()
-
-    def stop(self, block: bool = True, timeout: float | None = None) -> Any:
-        """Stop the child (on its host, if it still holds it) and forget it here."""
-        with self._lock:
-            if not self._alive:
-                return _StopFuture(None) if not block else None
-            self._alive = False
-            # A host shutting down leaves the child to its own host's shutdown: stopping it
-            # from here would record it stopped, not as it stands (suspended, kept).
-            remote = self.remote_alive and not self.peers.server.local.closing
-            self.remote_alive = False
-        future: concurrent.futures.Future[Any] | None = None
-        if remote:
-            future = self.peers.call(self.host, "stop", self.node.agent_id).future()
-        self.peers.server.local.agent_stopped(self.node)
-        if block:
-            _StopFuture(future).get(timeout)
-            return None
-        return _StopFuture(future)
-
-    # -- runs ---------------------------------------------------------------------------------
-
-    def _start(self, message: StartRun | ResumeRun) -> None:
-        reply = message.reply
-        node = self.node
-        token = uuid.uuid4().hex
-        if isinstance(reply, DelegateReply):
-            wire = WireReply(token, "delegate", reply.parent_id, reply.child_id)
-        else:
-            assert isinstance(reply, ParentReply)
-            wire = WireReply(
-                token, "parent", reply.parent_id, reply.child_id, reply.run_id, reply.call_id
-            )
-        bare = (
-            StartRun(message.prompt, message.run_id)
-            if isinstance(message, StartRun)
-            else ResumeRun(message.answers)
-        )
-        with self._lock:
-            self._tokens[id(reply)] = token
-            adopt, self._adopt = self._adopt, None
-        self.peers.waiting[token] = (self, reply)
-        ref = self.peers.call(
-            self.host,
-            "child_input",
-            adopt,
-            node.agent_id,
-            bare,
-            wire,
-            node.keep,
-            node.wants_deltas(),
-        )
-        ref.future().add_done_callback(lambda done: self.peers.ended(token, done))
-
-    def forget_token(self, reply: Any) -> None:
-        """The call for ``reply`` ended."""
-        with self._lock:
-            self._tokens.pop(id(reply), None)
 
 
 class ForwardStream(TreeStream):
@@ -385,7 +237,7 @@ class HostPeers:
         if stream and node is not None:
             forward = ForwardStream(self, self._parent_host(wire), wire.parent_id)
             self.forwards[wire.token] = forward
-            local.tell(child_id, _open_stream(forward))
+            local.tell(child_id, OpenStream(forward, []))
         try:
             local.send(child_id, sent)
         except Exception as exc:
@@ -469,32 +321,3 @@ def _open_stream(stream: TreeStream) -> Any:
     from actors.runtime._host import OpenStream
 
     return OpenStream(stream, [])
-
-
-def close_lost(store: SessionStore, session_id: str, agent_id: str) -> list[str]:
-    """Close, in the store, the interrupted runs of an agent and its descendants.
-
-    They lived on a host that died: each open turn is recovered as a restore would (tool calls
-    without a result are classified "not started" or "outcome unknown"), and the agent is
-    recorded ``failed``. Returns the ids it closed.
-    """
-    stored = store.load(session_id)
-    below: set[str] = {agent_id}
-    closed: list[str] = []
-    for entry in stored.agents:  # parents come before their children
-        record = entry.record
-        if record.agent_id != agent_id and record.parent_id not in below:
-            continue
-        below.add(record.agent_id)
-        ctx = AgentContext.deserialize(entry.context)
-        if open_turn(ctx) is None and record.status in ("finished", "failed", "cancelled"):
-            continue
-        before = len(ctx.events)
-        recover(ctx, waiting=False)
-        fresh = ctx.events[before:]
-        if fresh:
-            store.append_events(session_id, record.agent_id, fresh)
-        if record.status not in ("finished", "failed", "cancelled"):
-            store.put_agent(session_id, dataclasses.replace(record, status="failed"))
-        closed.append(record.agent_id)
-    return closed

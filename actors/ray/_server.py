@@ -24,8 +24,10 @@ from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._types import ResumeRun, StartRun
 from actors.models._model import Model
+from actors.ray._lost import close_lost
 from actors.ray._outbox import Outbox, OutboxStream
-from actors.ray._peers import Adopt, HostPeers, RemoteChild, close_lost
+from actors.ray._peers import HostPeers
+from actors.ray._remote_child import Adopt, RemoteChild
 from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed, portable_error
 from actors.runtime._host import HostReply, OpenStream, Query
 from actors.runtime._local import LocalHost
