@@ -40,9 +40,25 @@ _SPEC_HINT = (
 )
 
 _OPEN: weakref.WeakSet[RayRuntime] = weakref.WeakSet()
+_EXIT_HOOK = threading.Lock()
+_exit_hook_registered = False
 
 
-@atexit.register
+def _shut_down_at_exit(runtime: RayRuntime) -> None:
+    """Shut ``runtime`` down at interpreter exit if it is still open then.
+
+    The hook is registered after ``ray.init``, so it runs before Ray's own exit hook
+    disconnects the driver (exit hooks run last registered first).
+    """
+    global _exit_hook_registered
+    _OPEN.add(runtime)
+    with _EXIT_HOOK:
+        if _exit_hook_registered:
+            return
+        _exit_hook_registered = True
+    atexit.register(_shut_down_open_runtimes)
+
+
 def _shut_down_open_runtimes() -> None:
     for runtime in list(_OPEN):
         runtime.shutdown()
@@ -65,7 +81,8 @@ class RayRuntime:
 
     Args:
         address: The Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``). None
-            uses the Ray of this process if it is initialized, else starts a local one.
+            uses the Ray of this process if it is initialized, else starts a local cluster of
+            its own (never one it finds running on the machine: pass ``"auto"`` for that).
         hosts: How many agent hosts (Ray actors) to start.
         store: The store every host writes to: a `SQLiteStore` (hosts on one machine), or a
             function returning a store that every host can reach (``lambda:
@@ -151,7 +168,9 @@ class RayRuntime:
             self._recipe(store)
         self._owns_ray = False
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=True)
+            # None starts a cluster of its own ("local"): Ray would otherwise join any cluster
+            # it finds recorded on the machine, a stale one included.
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=True)
             self._owns_ray = True
         self._closed = False
         self._lock = threading.Lock()
@@ -175,7 +194,7 @@ class RayRuntime:
         ]
         self._client = RayClient(handles)
         self.namespace = namespace
-        _OPEN.add(self)
+        _shut_down_at_exit(self)
         try:
             wait_for([handle.ready.remote() for handle in handles], timeout=120)
         except BaseException:
@@ -203,6 +222,9 @@ class RayRuntime:
             self._closed = True
         _OPEN.discard(self)
         handles = self._client.handles
+        if not ray.is_initialized():  # the driver is gone already: its hosts went with it
+            self._client.close()
+            return
         with contextlib.suppress(Exception):  # a host that is gone has nothing to stop
             ray.wait(
                 [handle.shutdown.remote(timeout) for handle in handles],
