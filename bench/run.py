@@ -491,7 +491,7 @@ def ray_rows(ray: dict[str, Any]) -> list[str]:
         f"| Ray: hop to an agent on a host (`ref.status`) | {fmt_time(hop)} "
         f"| raw Ray actor call {fmt_time(raw)} | {ratio(hop, raw)} | <= 1.3x raw call "
         f"| {verdict(hop / raw <= 1.3)} |",
-        f"| Ray: fan-out, {fan['children']:,} spread children over {fan['hosts']} hosts, "
+        f"| Ray: fan-out, {fan['children']:,} spread children over {fan['hosts'] - 1} hosts, "
         f"{fmt_time(fan['latency_s'])} model wait | {fmt_time(fan['wall_s'])} wall "
         f"| ideal {fmt_time(fan['latency_s'])} | overlap {fan['overlap']:.0f}x | - | - |",
         f"| Ray: idle agents on one host | {hosted['rss_per_agent_bytes'] / 1024:.1f} KiB each "

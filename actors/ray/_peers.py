@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
 from actors.context._usage import Usage
-from actors.exceptions import ActorsError, HostLostError
+from actors.exceptions import ActorsError, HostLostError, RunTimeoutError
 from actors.loop._agent import Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
@@ -115,7 +115,7 @@ class HostPeers:
         self.namespace = namespace
         self.placement = placement
         self._handles: dict[int, Any] = {}
-        self._next = itertools.count(server.index + 1)
+        self._next = itertools.count()
         # On a parent's host: calls waiting for a remote child's run, by token.
         self.waiting: dict[str, tuple[RemoteChild, Any]] = {}
         # On a child's host: the runs a parent's host waits for.
@@ -147,9 +147,9 @@ class HostPeers:
         placement = (subagent.placement if subagent is not None else None) or self.placement
         if placement != "spread" or len(self.names) < 2:
             return None
-        host = next(self._next) % len(self.names)
-        if host == self.server.index:
-            return None  # its turn of the rotation is this host
+        # Round-robin over the other hosts, starting with the next one.
+        others = len(self.names) - 1
+        host = (self.server.index + 1 + next(self._next) % others) % len(self.names)
         seed = self.server.seed_of(child.tree)
         if child.tool_context is not self.server.context_of(child.tree):
             # Narrowed by its Subagent: what it got travels as it is, if it can.
@@ -286,6 +286,21 @@ class HostPeers:
         if not isinstance(end, ChildEnd):
             end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
         self._deliver(stand_in, reply, end)
+
+    def abandon(self, token: str, child_id: str, timeout: float) -> None:
+        """The child's host did not report the end of a run past its deadline: stop waiting."""
+        entry = self.waiting.pop(token, None)
+        if entry is None:
+            return  # it ended in time
+        stand_in, reply = entry
+        stand_in.forget_token(reply)
+        _log.warning("a child's host did not answer past its deadline", agent_id=child_id)
+        error = RunTimeoutError(
+            f"subagent {child_id!r} timed out after {timeout:g} s, and its host did not "
+            "confirm that it stopped",
+            agent_id=child_id,
+        )
+        self._deliver(stand_in, reply, ChildEnd(None, error, Usage()))
 
     def _deliver(self, stand_in: RemoteChild, reply: Any, end: ChildEnd) -> None:
         node = stand_in.node

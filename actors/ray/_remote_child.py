@@ -25,7 +25,10 @@ from actors.runtime._node import AgentNode
 if TYPE_CHECKING:
     from actors.ray._peers import HostPeers
 
-__all__ = ["Adopt", "RemoteChild"]
+__all__ = ["EXPIRE_GRACE", "Adopt", "RemoteChild"]
+
+EXPIRE_GRACE = 10.0
+"""Seconds a child's host has, after the child's deadline, to report the child's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,12 @@ class RemoteChild:
             if token is not None:
                 self.peers.call(
                     self.host, "child_expire", self.node.agent_id, token, message.timeout
+                )
+                # Every wait has a bound: a host that does not answer (alive, but stuck) does
+                # not keep the parent waiting past the deadline and a grace.
+                self.peers.server.local.effects.call_later(
+                    EXPIRE_GRACE,
+                    lambda: self.peers.abandon(token, self.node.agent_id, message.timeout),
                 )
         else:
             self.peers.call(self.host, "tell", self.node.agent_id, None, message)

@@ -88,8 +88,8 @@ class RayRuntime:
             function returning a store that every host can reach (``lambda:
             PostgresStore(dsn)``). Used by `spawn` and `open_session` when they get none.
         placement: Where children go whose `Subagent` names no placement, and children of
-            ``ctx.delegate``: ``"parent"`` (with their parent) or ``"spread"`` (round-robin
-            over the hosts).
+            ``ctx.delegate``: ``"parent"`` (with their parent) or ``"spread"`` (on another
+            host, round-robin).
         limits: Limits against runaway trees, per host.
         workers: Mailbox threads per host.
         max_tool_threads: Threads for blocking tools per host.

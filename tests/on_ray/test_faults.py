@@ -126,3 +126,28 @@ def test_a_root_without_store_whose_host_died_is_a_clear_error(
         assert isinstance(list(events)[-1].error, HostLostError)
         with pytest.raises(AgentStoppedError, match="no store to come back from"):
             ref.run("y", timeout=BOUND)
+
+
+def test_a_child_whose_host_stops_answering_times_out_for_its_parent(
+    ray_cluster: Any, runtime: Any, latch: Any
+) -> None:
+    lingering = agents.worker(call("linger"), "never", tools=(agents.linger,))
+    lead = Agent(
+        "patient",
+        model=ScriptedModel([call("far", task="linger"), "gave up"], per_agent=True),
+        subagents=[Subagent(lingering, name="far", placement="spread", timeout=4)],
+    )
+    ref = runtime.spawn(lead)
+    far = runtime.host_handles()[1 - runtime.host_of(ref.agent_id)]
+    pid = ray_cluster.get(far.ready.remote())
+    future = ref.run_async("go")
+    ray_cluster.get(latch.wait.remote(), timeout=BOUND)
+    os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing: not even the deadline
+    try:
+        result = future.result(BOUND)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.output == "gave up"
+    (answer,) = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert answer.is_error
+    assert "timed out after 4 s, and its host did not confirm" in answer.content
