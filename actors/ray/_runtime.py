@@ -164,6 +164,7 @@ class RayRuntime:
         self._recipes: dict[int, tuple[StoreLike, StoreRecipe]] = {}
         self._default_store = store
         self._opened: dict[int, SessionStore] = {}  # stores made by factories, for the driver
+        self._checked: weakref.WeakSet[Agent[Any]] = weakref.WeakSet()  # specs that pickle
         if store is not None:
             self._recipe(store)
         self._owns_ray = False
@@ -291,7 +292,9 @@ class RayRuntime:
         tool_context: Any,
         approval_handler: ApprovalHandler | None,
     ) -> TreeSeed:
-        check_travels(agent, f"agent {agent.name!r}", _SPEC_HINT)
+        if agent not in self._checked:  # a spec is immutable: once is enough
+            check_travels(agent, f"agent {agent.name!r}", _SPEC_HINT)
+            self._checked.add(agent)
         check_travels(tool_context, "tool_context", _TOOL_CONTEXT_HINT)
         check_travels(approval_handler, "approval_handler", "use a module-level function")
         recipe = self._recipe(store) if store is not None else None
@@ -438,7 +441,9 @@ class RayRuntime:
                     )
         seed = self._seed(specs[0], chosen_store, session_id, tool_context, approval_handler)
         for spec in specs[1:]:
-            check_travels(spec, f"agent {spec.name!r}", _SPEC_HINT)
+            if spec not in self._checked:
+                check_travels(spec, f"agent {spec.name!r}", _SPEC_HINT)
+                self._checked.add(spec)
         host = self._session_host(session_id)
         info = wait_for(self._client.handles[host].restore.remote(session_id, specs, seed)).get()
         return self._ref(info, host, seed, specs)
