@@ -149,3 +149,18 @@ DELEGATING_LEAD = Agent(
 def narrow(context: Any) -> str:
     """A Subagent's tool_context function: what the child gets of its parent's."""
     return f"narrowed({context})"
+
+
+@tool(requires_approval=True)
+def launch(target: str) -> str:
+    """Launch something that needs a human's yes.
+
+    Args:
+        target: What to launch.
+    """
+    return f"launched {target}"
+
+
+def approve_launches(request: Request) -> bool:
+    """An in-process approval handler: yes to launches of 'probe', no to anything else."""
+    return request.data.get("arguments", {}).get("target") == "probe"

@@ -187,6 +187,30 @@ def test_a_suspended_spread_child_resumes_through_its_parent(runtime: Any) -> No
     assert "colour? -> blue" in str(_load(runtime, ref.agent_id).agents)
 
 
+def test_the_approval_handler_decides_for_a_child_on_another_host(runtime: Any) -> None:
+    launcher = agents.worker(
+        [call("launch", target="probe"), call("launch", target="moon")],
+        "tried",
+        tools=(agents.launch,),
+    )
+    lead = agents.lead(
+        [Subagent(launcher, name="far", placement="spread")], call("far", task="go"), "done"
+    )
+    ref = runtime.spawn(lead, approval_handler=agents.approve_launches)
+    assert ref.run("go", timeout=BOUND).output == "done"
+    child = {a.record.agent_id: a.context for a in _load(runtime, ref.agent_id).agents}[
+        f"{ref.agent_id}-sub-1"
+    ]
+    outcomes = [
+        (e["data"]["content"], e["data"].get("is_error", False))
+        for e in child["events"]
+        if e["type"] == "tool_result"
+    ]
+    assert outcomes[0] == ("launched probe", False)
+    assert outcomes[1][1] is True  # the moon launch was denied
+    assert "rejected" in outcomes[1][0]
+
+
 def test_cancel_and_steer_reach_the_agent(runtime: Any) -> None:
     slow = Agent("slow", model=ScriptedModel(["late"], latency=30))
     ref = runtime.spawn(slow)
