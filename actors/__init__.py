@@ -15,15 +15,17 @@ from actors.context._messages import (
 from actors.context._result import RunResult
 from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Pending, Request
-from actors.context._update import ContextUpdate, LoggedEvent
+from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
-from actors.loop._agent import Agent, Subagent, UsageLimits
+from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
+from actors.loop._history import keep_last_turns
 from actors.loop._loop import TreeLimits
 from actors.loop._tools import Tool, ToolResult, tool
 from actors.loop._toolset import Toolset, ToolsetView
 from actors.models._model import (
     InlineModel,
     Model,
+    ModelFallback,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -57,13 +59,18 @@ __all__ = [
     "ContextUpdate",
     "Delegator",
     "Event",
+    "HistoryProcessor",
     "InlineModel",
+    "keep_last_turns",
     "LoggedEvent",
     "Message",
     "Model",
+    "ModelFallback",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "OutputValidator",
+    "PeerSend",
     "Pending",
     "Request",
     "run_sync",

@@ -6,6 +6,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ActorsError
     ├── UserError                       a caller mistake; nothing was changed
     │   ├── InvalidUpdateError          a ContextUpdate that cannot be built or applied
+    │   │   └── UnknownAgentError       a peer message to an agent its host does not know
     │   ├── SerializationError          a serialized context that cannot be read
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
@@ -27,7 +28,9 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   │   └── ModelAuthenticationError
     │   ├── ModelTimeoutError
     │   ├── UnexpectedModelResponse     the reply could not be understood
-    │   └── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
+    │   ├── ModelFallbackError          every model of a FallbackModel failed
+    │   └── CacheMissError              a replay-only CachedModel has no reply for a request
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
     │   ├── SessionBusyError            another live store holds the session; nothing written
@@ -37,6 +40,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── StoreAuthenticationError    the database server refused the credentials
     │   └── DatabaseNotFoundError       the database the store names does not exist
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
+    ├── ModelRetry                      raised by a tool or output validator: the model tries again
     └── AgentStoppedError               the agent's actor is no longer running
 
 `RunError` and its subclasses carry what the run had done when it stopped (``messages``,
@@ -56,6 +60,7 @@ __all__ = [
     "ActorsError",
     "AgentDefinitionError",
     "AgentStoppedError",
+    "CacheMissError",
     "Cancelled",
     "CorruptStoreError",
     "DatabaseNotFoundError",
@@ -65,8 +70,10 @@ __all__ = [
     "MaxIterationsExceeded",
     "ModelAuthenticationError",
     "ModelError",
+    "ModelFallbackError",
     "ModelHTTPError",
     "ModelRequestsDisabled",
+    "ModelRetry",
     "ModelTimeoutError",
     "OutputValidationError",
     "RunCancelledError",
@@ -84,6 +91,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolRetriesExceeded",
     "UnexpectedModelResponse",
+    "UnknownAgentError",
     "UnknownRequestError",
     "UsageLimitExceeded",
     "UserError",
@@ -101,6 +109,13 @@ class UserError(ActorsError, ValueError):
 
 class InvalidUpdateError(UserError):
     """A `ContextUpdate` that cannot be built or applied (bad key, non-JSON value, ...)."""
+
+
+class UnknownAgentError(InvalidUpdateError):
+    """A tool's `ContextUpdate.send` named an agent its host does not know (live or asleep).
+
+    The whole update is refused and the tool's result becomes an error the model reads.
+    """
 
 
 class SerializationError(UserError):
@@ -161,7 +176,7 @@ class RunError(ActorsError):
         agent_id: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.messages: tuple[Message, ...] = tuple(messages)
+        self.messages: Sequence[Message] = tuple(messages)
         self.usage = usage
         self.agent_id = agent_id
 
@@ -241,6 +256,27 @@ class ModelRequestsDisabled(ModelError):
     """A network-backed model was asked to run while real model requests are switched off."""
 
 
+class ModelFallbackError(ModelError):
+    """Every model of a `actors.models.FallbackModel` failed (or the last one could not go on).
+
+    Attributes:
+        failures: ``(model name, error)`` for each model tried, in order; the last error is
+            also the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, failures: Sequence[tuple[str, BaseException]]) -> None:
+        super().__init__(message)
+        self.failures: tuple[tuple[str, BaseException], ...] = tuple(failures)
+
+
+class CacheMissError(ModelError):
+    """A replay-only `CachedModel` was asked something its cache has no reply for.
+
+    Record the reply first (``mode="record"`` or ``"auto"`` with the real model reachable), or
+    check that the run asks what it asked when the cache was recorded.
+    """
+
+
 class StoreError(ActorsError):
     """A session store could not do what was asked."""
 
@@ -315,6 +351,30 @@ class Cancelled(ActorsError):
     def __init__(self, reason: str = "cancelled", *args: Any) -> None:
         super().__init__(reason, *args)
         self.reason = reason
+
+
+class ModelRetry(ActorsError):
+    """Raise it in a tool or an output validator to send the model back with a message.
+
+    The model gets ``message`` (as the tool's error result, or after its final answer) and
+    tries again. Each retry counts against a budget, as a call with invalid arguments does: the
+    tool's ``max_retries`` (else the agent's ``tool_retries``) for a tool, the agent's
+    ``output_retries`` for an output validator. Past the budget the run fails with
+    `ToolRetriesExceeded` or `OutputValidationError`.
+
+    Example:
+        >>> def positive(ctx, output: int) -> int:
+        ...     if output <= 0:
+        ...         raise ModelRetry("The answer must be positive; think again.")
+        ...     return output
+
+    Attributes:
+        message: What the model reads.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = str(message)
 
 
 class AgentStoppedError(ActorsError):

@@ -36,6 +36,7 @@ if not __package__:  # run as a script: make `bench` importable
 
 from bench._common import BENCH, ROOT, fmt_time, machine
 from bench.peers import DISTRIBUTIONS, FRAMEWORKS
+from bench.sim import render as render_sim
 
 PEERS_VENV = BENCH / ".peers-venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
@@ -277,6 +278,7 @@ def render(results: dict[str, Any]) -> str:
         s["imports"],
         s["store"],
     )
+    growth = s.get("growth") or {"error": "not run"}
     peer_rows = s.get("peers") or {}
     ok_peers = {f: p for f, p in peer_rows.items() if "error" not in p}
     fastest_seq = min(ok_peers.items(), key=lambda kv: kv[1]["run_s"], default=None)
@@ -323,6 +325,20 @@ def render(results: dict[str, Any]) -> str:
         f"| overlap {get(fan, 'overlap') or 0:.0f}x | <= 1.2 s "
         f"| {verdict(None if wall is None else wall <= 1.2)} |"
     )
+    marks = [str(m) for m in get(growth, "marks") or []]
+    if marks:
+        at = growth["runtime_s"]
+        grow = growth["runtime_ratio"]
+        lines.append(
+            f"| one agent reused: run {marks[-1]} vs run {marks[0]} (transcript grows) "
+            f"| {fmt_time(at[marks[-1]])} | run {marks[0]}: {fmt_time(at[marks[0]])} "
+            f"| {grow:.2f}x | <= {growth['target_ratio']:g}x "
+            f"| {verdict(grow <= growth['target_ratio'])} |"
+        )
+    else:
+        lines.append(
+            f"| one agent reused, cost as it grows | failed: {growth.get('error')} | | | | |"
+        )
     rows = get(scale, "rows") or []
     biggest = max((r for r in rows if r.get("spawned")), key=lambda r: r["agents"], default=None)
     if biggest:
@@ -420,6 +436,17 @@ def render(results: dict[str, Any]) -> str:
             f"| {framework} {peer.get('version', '')} | {fmt_time(peer['run_s'])} "
             f"| {fmt_time(peer['run_concurrent_s'])} | {ratio(peer['run_s'], run)} |"
         )
+
+    if marks:
+        lines += ["", "### One agent reused: per-run cost as its transcript grows", ""]
+        lines += ["| driven by | " + " | ".join(f"run {m}" for m in marks) + " | last ÷ first |"]
+        lines += ["| --- |" + " ---: |" * (len(marks) + 1)]
+        for label, key, ratio_key in (
+            ("`Runtime` (actor, threads, event loop)", "runtime_s", "runtime_ratio"),
+            ("`SyncDriver` (the agent loop inline)", "inline_s", "inline_ratio"),
+        ):
+            cells = " | ".join(fmt_time(growth[key][m]) for m in marks)
+            lines.append(f"| {label} | {cells} | {growth[ratio_key]:.2f}x |")
 
     lines += ["", "### Floor and lifecycle (actors)", ""]
     lines += ["| measure | median |", "| --- | ---: |"]
@@ -541,15 +568,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["imports"] = actors_section("imports", args.quick, timeout=300)
     sections["overhead"], peer_figures = per_run(args.quick, not args.no_peers)
     sections["fanout"] = actors_section("fanout", args.quick, timeout=600)
+    sections["growth"] = actors_section("growth", args.quick, timeout=600)
     sections["scale"] = actors_section("scale", args.quick, timeout=1800)
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
+    sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["ray"] = actors_section("cluster", args.quick, timeout=600)
     if peer_figures is not None:
         sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()
 
-    report = header(results) + "\n\n" + render(results)
+    report = header(results) + "\n\n" + render(results) + "\n\n" + render_sim(sections["sim"])
     print(report)
     args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
     if args.markdown:

@@ -26,7 +26,7 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
 
     results = json.loads(out.read_text())
     sections = results["sections"]
-    for name in ("imports", "overhead", "fanout", "scale", "virtual", "ray"):
+    for name in ("imports", "overhead", "fanout", "growth", "scale", "virtual", "sim", "ray"):
         assert "error" not in sections[name], (name, sections[name])
     overhead = sections["overhead"]
     assert 0 < overhead["raw_ask_s"] < 0.1
@@ -37,6 +37,10 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert fanout["wall_s"] >= fanout["latency_s"]  # no child answered before its model did
     assert all(row["spawned"] == row["agents"] for row in sections["scale"]["rows"])
     assert sections["imports"]["best_s"] > 0
+    growth = sections["growth"]
+    assert set(growth["runtime_s"]) == {str(mark) for mark in growth["marks"]}
+    assert growth["runtime_ratio"] > 0
+    assert growth["inline_ratio"] > 0
     assert "peers" not in sections
     ray = sections["ray"]
     assert 0 < ray["raw_call_s"] < 1.0
@@ -48,5 +52,10 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     report = done.stdout
     assert "| message hop" in report
     assert "| Ray: hop to an agent on a host" in report
+    sim = sections["sim"]
+    assert sim["steps"]["steps"] == 2 * sim["steps"]["agents"] * sim["steps"]["rounds"]
+    assert sim["sweep"]["rows"] == sim["sweep"]["seeds"]
+    assert "### Simulation" in report
     assert "### Per-run overhead" in report
+    assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

@@ -28,10 +28,14 @@ PAGES = [
     "docs/cancellation.md",
     "docs/streaming.md",
     "docs/hosting.md",
+    "docs/output.md",
+    "docs/history.md",
+    "docs/fallback.md",
     "docs/testing.md",
     "docs/cli.md",
     "docs/observability.md",
     "docs/mcp.md",
+    "docs/simulation.md",
 ]
 NO_RUN = "<!-- no-run -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)(?P<attrs>.*)$")

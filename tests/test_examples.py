@@ -11,9 +11,9 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str) -> str:
+def run_example(name: str, *args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
+        [sys.executable, str(EXAMPLES / name), *args],
         capture_output=True,
         text=True,
         timeout=50,
@@ -27,7 +27,8 @@ def run_example(name: str) -> str:
 
 def test_every_example_is_tested() -> None:
     tested = {"single_agent.py", "research_team.py", "long_lived_assistant.py",
-              "human_approval.py", "simulation.py", "mcp_tools.py"}  # fmt: skip
+              "human_approval.py", "simulation.py", "mcp_tools.py",
+              "social.py"}  # fmt: skip
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -83,3 +84,16 @@ def test_mcp_tools() -> None:
     assert "  tool: eggs, flour, milk\n" in out
     assert "served tool: shopper(task)" in out
     assert out.endswith("over MCP: You need eggs, flour and milk.\n")
+
+
+def test_social_network_simulation() -> None:
+    # 10,000 users by default; a small town here (the same code, the same seed)
+    out = run_example("social.py", "400", "1200").splitlines()
+    assert out[0].startswith("400 users, 1200 virtual seconds, ")
+    rows = [line for line in out if line.startswith("t=")]
+    assert len(rows) == 5  # a sample every 300 virtual seconds, from 0
+    last = dict(re.findall(r"(\w+)=\s*([\d.]+)", rows[-1]))
+    assert int(last["posts"]) > 0
+    assert int(last["likes"]) > 0
+    assert int(last["messages"]) > 0
+    assert run_example("social.py", "400", "1200").splitlines() == out  # seeded: same story

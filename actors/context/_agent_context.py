@@ -17,6 +17,7 @@ from actors.context._events import (
 )
 from actors.context._frozen import freeze
 from actors.context._json import JsonError, json_copy
+from actors.context._message_view import MessageView, new_log_id
 from actors.context._messages import (
     AssistantMessage,
     Message,
@@ -115,13 +116,21 @@ class AgentContext:
         self._clock = clock
         self._events: list[Event] = []
         self._entries: list[TranscriptEntry] = []
+        # The messages alone, in a list that is only ever appended to: views share it (see
+        # `MessageView`). A replace event swaps in a new list, and a new generation.
+        self._messages: list[Message] = []
+        self._log_id = new_log_id()
+        self._generation = 0
         self._metadata: dict[str, Any] = {}
+        self._frozen_metadata: Mapping[str, Any] | None = None
         self._usage = Usage()
         self._iteration = 0
         self._needs_response = False
         self._run_id: str | None = None
         self._suspended: dict[str, dict[str, Any]] = {}
         self._answered_calls: set[str] = set()
+        self._sent = 0  # peer messages this agent sent (numbers its next one)
+        self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
         self._listeners: list[EventListener] = []
         if metadata:
             update = ContextUpdate()
@@ -137,9 +146,33 @@ class AgentContext:
         return tuple(self._events)
 
     @property
+    def event_count(self) -> int:
+        """How many events the log holds (the seq the next one gets)."""
+        return len(self._events)
+
+    def events_since(self, seq: int) -> tuple[Event, ...]:
+        """The events from ``seq`` on (a run's events), at the cost of those alone."""
+        return tuple(self._events[seq:])
+
+    @property
     def messages(self) -> list[Message]:
         """The transcript: exactly the projection of the log (a new list each time)."""
-        return [entry.message for entry in self._entries]
+        return list(self._messages)
+
+    def message_view(self) -> MessageView:
+        """The transcript as it stands, as an immutable view: O(1), whatever its length.
+
+        Messages added later do not show in it; a view taken before a ``replace`` event keeps
+        the messages it had.
+        """
+        return MessageView(
+            self._messages, len(self._messages), origin=(self._log_id, self._generation)
+        )
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the transcript holds."""
+        return len(self._messages)
 
     @property
     def entries(self) -> tuple[TranscriptEntry, ...]:
@@ -198,36 +231,50 @@ class AgentContext:
     @property
     def last_message(self) -> Message | None:
         """The last message of the transcript, or None when it is empty."""
-        return self._entries[-1].message if self._entries else None
+        return self._messages[-1] if self._messages else None
 
     @property
     def assistant_messages(self) -> list[AssistantMessage]:
         """Every assistant message of the transcript, in order."""
-        return [e.message for e in self._entries if isinstance(e.message, AssistantMessage)]
+        return [m for m in self._messages if isinstance(m, AssistantMessage)]
+
+    @property
+    def sent_messages(self) -> int:
+        """How many peer messages this agent has sent (``message_sent`` events)."""
+        return self._sent
+
+    def last_heard(self, sender: str) -> int:
+        """The number of the latest peer message received from ``sender`` (0: none yet).
+
+        A sender numbers its messages 1, 2, 3...; a message numbered at most this is a
+        duplicate (a send delivered again after its sender was restored).
+        """
+        return self._heard.get(sender, 0)
 
     def max_iterations_reached(self) -> bool:
         """Whether the current run has made ``max_iterations`` model requests."""
         return self._iteration >= self.max_iterations
 
-    def model_messages(self) -> list[Message]:
+    def model_messages(self) -> MessageView:
         """The transcript as the model sees it: the system-prompt overlay applied.
 
         The overlay is appended to the transcript's leading system message (after a blank
         line), or becomes the leading system message when there is none. The log is unchanged.
         A leading system message that already ends with the overlay is left as it is (sessions
-        logged by earlier versions hold their instructions there).
+        logged by earlier versions hold their instructions there). An immutable view (see
+        `message_view`): O(1), whatever the transcript's length.
         """
-        messages = self.messages
+        view = self.message_view()
         overlay = self._overlay
         if not overlay:
-            return messages
-        if messages and isinstance(messages[0], SystemMessage):
-            logged = messages[0].content
+            return view
+        if self._messages and isinstance(self._messages[0], SystemMessage):
+            logged = self._messages[0].content
             if logged.endswith(overlay):
-                return messages
+                return view
             joined = f"{logged}\n\n{overlay}" if logged else overlay
-            return [SystemMessage(content=joined), *messages[1:]]
-        return [SystemMessage(content=overlay), *messages]
+            return view.with_head(SystemMessage(content=joined), replace_first=True)
+        return view.with_head(SystemMessage(content=overlay), replace_first=False)
 
     # -- listening --------------------------------------------------------------------------
 
@@ -254,13 +301,14 @@ class AgentContext:
         update: ContextUpdate | None = None,
     ) -> Event:
         now = self._clock()
-        if not isinstance(now, datetime):
+        if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
         event = _new_event(len(self._events), event_type, data, now)
         self._apply(event, message=message, update=update)
         self._events.append(event)
-        for listener in tuple(self._listeners):
-            listener(event)
+        if self._listeners:
+            for listener in tuple(self._listeners):
+                listener(event)
         return event
 
     def _apply(
@@ -272,10 +320,13 @@ class AgentContext:
     ) -> None:
         """Fold one event into the projections. The single definition of what events mean."""
         kind, data = event.type, event.data
+        if kind in _INERT:
+            return  # bookkeeping that projects to nothing (most of a step's events)
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
             self._entries.append(TranscriptEntry(message, event.created_at, event.seq))
+            self._messages.append(message)
             self._note_response(message)
         elif kind == REPLACE:
             first, last = data["first"], data["last"]
@@ -287,12 +338,16 @@ class AgentContext:
             created_at = self._entries[first].created_at
             touches_end = last == len(self._entries) - 1
             self._entries[first : last + 1] = [TranscriptEntry(message, created_at, event.seq)]
+            # Copy on write: views handed out before keep the list they read.
+            self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
+            self._generation += 1
             if touches_end:
                 self._note_response(message)
         elif kind == "context_update":
             if update is None:
                 update = ContextUpdate.from_json(data["ops"])
             self._metadata = update.fold(self._metadata, warn_dropped_events=False)
+            self._frozen_metadata = None
         elif kind == "usage":
             self._usage = self._usage + Usage(**data)
         elif kind == "tool_call":
@@ -307,6 +362,12 @@ class AgentContext:
             self._suspended[request_id] = data
         elif kind == "resumed":
             self._suspended.pop(data.get("request_id", ""), None)
+        elif kind == "message_sent":
+            self._sent = max(self._sent, int(data["n"]))
+        elif kind == "message_received":
+            sender, number = data["from"], int(data["n"])
+            if number > self._heard.get(sender, 0):
+                self._heard[sender] = number
 
     def _note_response(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
@@ -408,7 +469,10 @@ class AgentContext:
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
 
-        If an operation fails the context is left exactly as it was.
+        Its peer messages (``send``) come last, each logged as a ``message_sent`` event
+        numbered after the agent's previous sends; the host delivers them (the caller reads
+        them from the returned events). If an operation fails the context is left exactly as
+        it was.
 
         Raises:
             InvalidUpdateError: an operation cannot apply (e.g. ``append`` to a non-list).
@@ -421,7 +485,7 @@ class AgentContext:
         appended: list[Event] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
-                tuple(op for op in update.operations if op.op != "log_event")
+                tuple(op for op in update.operations if op.op not in ("log_event", "send"))
             )
             metadata_ops.fold(self._metadata, warn_dropped_events=False)  # raises before logging
             data: dict[str, Any] = {"ops": metadata_ops.to_json()}
@@ -430,6 +494,15 @@ class AgentContext:
             appended.append(self._append("context_update", data, update=metadata_ops))
         for event in logged:
             appended.append(self._append(event.type, event.data))
+        for send in update.sends:
+            number = self._sent + 1
+            data = {
+                "message_id": f"{self.agent_id}:{number}",
+                "n": number,
+                "to": send.to,
+                "content": send.content,
+            }
+            appended.append(self._append("message_sent", data))
         return appended
 
     def replace_message(self, index: int, message: Message) -> Event | None:
@@ -520,8 +593,13 @@ class AgentContext:
     # -- tools ------------------------------------------------------------------------------
 
     def metadata_snapshot(self) -> Mapping[str, Any]:
-        """A deep, read-only copy of the metadata, as tools see it."""
-        return freeze(self._metadata)  # type: ignore[no-any-return]
+        """A deep, read-only copy of the metadata, as tools see it.
+
+        Taken once per change of the metadata and shared: it is read-only all the way down.
+        """
+        if self._frozen_metadata is None:
+            self._frozen_metadata = freeze(self._metadata)
+        return self._frozen_metadata
 
     def run_context(
         self,
@@ -681,6 +759,25 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 
 
 _ALL_EVENT_FIELDS = frozenset(Event.model_fields)
+_new_model = Event.__new__
+_set = object.__setattr__
+
+_INERT = frozenset(
+    {
+        "request_header",
+        "step_end",
+        "turn_end",
+        "subagent_spawned",
+        "subagent_finished",
+        "cancelled",
+        "error",
+        "steered",
+        "recovered",
+        "passivated",
+        "activated",
+    }
+)
+"""Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
 def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
@@ -689,11 +786,11 @@ def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: date
     Appending is the hottest path of an agent (a dozen events per run), and the context builds
     every field itself.
     """
-    event = Event.__new__(Event)
-    object.__setattr__(
+    event = _new_model(Event)
+    _set(
         event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
     )
-    object.__setattr__(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
+    _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
     return event

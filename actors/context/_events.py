@@ -55,6 +55,9 @@ BOOKKEEPING_TYPES: Final = frozenset(
         "recovered",
         "passivated",
         "activated",
+        "model_fallback",
+        "message_sent",
+        "message_received",
     }
 )
 """Framework event types that project to no message."""

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
 
@@ -26,7 +26,8 @@ class RunResult(Generic[OutputT]):
         status: ``"completed"`` (``output`` holds the answer), ``"suspended"`` (``requests``
             wait for the host; answer them with ``ref.resume``) or ``"cancelled"``.
         output: The final answer: text, or an instance of the agent's ``output_type``.
-        messages: The agent's whole transcript after the run.
+        messages: The agent's whole transcript after the run: an immutable sequence that
+            compares equal to a tuple of the same messages (a view, not a copy).
         usage: What this agent consumed in this run.
         tree_usage: ``usage`` plus everything its subagents consumed in this run.
         metadata: The agent's metadata after the run, as a deep read-only view (mappings are
@@ -39,7 +40,7 @@ class RunResult(Generic[OutputT]):
 
     status: RunStatus
     output: OutputT | None
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     usage: Usage
     tree_usage: Usage
     metadata: Mapping[str, Any]

@@ -11,7 +11,7 @@ from actors.context._frozen import thaw
 from actors.context._json import JsonDepthError, JsonError, json_copy
 from actors.exceptions import InvalidUpdateError
 
-__all__ = ["ContextUpdate", "LoggedEvent", "Operation"]
+__all__ = ["ContextUpdate", "LoggedEvent", "Operation", "PeerSend"]
 
 _log = get_logger("actors.update")
 
@@ -96,9 +96,18 @@ class LoggedEvent:
         object.__setattr__(self, "data", data)
 
 
-Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent
+@dataclass(frozen=True, slots=True)
+class PeerSend:
+    """A message that a `ContextUpdate` asks its agent to send to another agent, by id."""
 
-_OPERATION_TYPES = (_Set, _Merge, _Append, _Increment, _Delete, LoggedEvent)
+    to: str
+    content: str
+    op: Literal["send"] = "send"
+
+
+Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent | PeerSend
+
+_OPERATION_TYPES = (_Set, _Merge, _Append, _Increment, _Delete, LoggedEvent, PeerSend)
 
 
 def _check_key(key: object) -> str:
@@ -138,7 +147,10 @@ class ContextUpdate:
       None counts as 0; incrementing anything else is an `InvalidUpdateError`. Increments of
       one key commute, so parallel tool calls that each count something lose nothing;
     - ``delete(key)`` removes ``key``; deleting a missing key does nothing;
-    - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log.
+    - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log;
+    - ``send(to, content)`` touches no metadata: the agent logs a ``message_sent`` event and,
+      once the step is durable, its host delivers ``content`` to the agent ``to`` (a peer
+      message; an unknown receiver makes the whole update fail for the tool).
 
     Keys are strings and values must be plain JSON; both are checked (and values copied) when the
     update is built, so a bad update fails in the tool, naming the key.
@@ -157,7 +169,7 @@ class ContextUpdate:
             if not isinstance(op, _OPERATION_TYPES):
                 raise InvalidUpdateError(
                     f"not an operation: {op!r}; build updates with set(), merge(), append(), "
-                    "increment(), delete() and log_event()"
+                    "increment(), delete(), log_event() and send()"
                 )
         self._ops: tuple[Operation, ...] = ops
 
@@ -218,6 +230,29 @@ class ContextUpdate:
         """
         return ContextUpdate((*self._ops, LoggedEvent(type, {} if data is None else data)))  # type: ignore[arg-type]
 
+    def send(self, to: str, content: str) -> ContextUpdate:
+        """Return a new update that also sends ``content`` to the agent ``to`` (a peer message).
+
+        The agent logs the send (``message_sent``) with the step, and its host delivers the
+        message once the step is written: the receiver logs ``message_received``, the content
+        joins its transcript, and an idle receiver starts a turn (see ``Agent.on_message``).
+
+        Args:
+            to: The receiving agent's id (any agent of the same host, not only a parent or a
+                child).
+            content: The message, plain text.
+        """
+        if not isinstance(to, str) or not to:
+            raise InvalidUpdateError(
+                f"send() needs the receiver's agent id as a non-empty str, got {to!r}"
+            )
+        if not isinstance(content, str):
+            raise InvalidUpdateError(
+                f"send() takes the message as a str, got {type(content).__name__}; "
+                "serialize structured content first (e.g. json.dumps)"
+            )
+        return ContextUpdate((*self._ops, PeerSend(to, content)))
+
     # -- reading ----------------------------------------------------------------------------
 
     @property
@@ -231,9 +266,14 @@ class ContextUpdate:
         return tuple(op for op in self._ops if isinstance(op, LoggedEvent))
 
     @property
+    def sends(self) -> tuple[PeerSend, ...]:
+        """The ``send`` operations (peer messages), in order."""
+        return tuple(op for op in self._ops if isinstance(op, PeerSend))
+
+    @property
     def touches_metadata(self) -> bool:
         """Whether any operation changes metadata."""
-        return any(not isinstance(op, LoggedEvent) for op in self._ops)
+        return any(not isinstance(op, LoggedEvent | PeerSend) for op in self._ops)
 
     def __bool__(self) -> bool:
         return bool(self._ops)
@@ -303,10 +343,17 @@ class ContextUpdate:
                 state[op.key] = _incremented(op.key, state.get(op.key), op.value)
             elif isinstance(op, _Delete):
                 state.pop(op.key, None)
+            # log_event and send touch no metadata: the agent that applies the update appends
+            # their events (`AgentContext.apply_update`).
         if warn_dropped_events and (dropped := self.events):
             _log.warning(
                 "context update events dropped: no log to append them to",
                 dropped_event_types=[event.type for event in dropped],
+            )
+        if warn_dropped_events and (unsent := self.sends):
+            _log.warning(
+                "context update messages dropped: no agent to send them",
+                receivers=[send.to for send in unsent],
             )
         return state
 
@@ -318,6 +365,8 @@ class ContextUpdate:
         for op in self._ops:
             if isinstance(op, LoggedEvent):
                 out.append({"op": "log_event", "type": op.type, "data": op.data})
+            elif isinstance(op, PeerSend):
+                out.append({"op": "send", "to": op.to, "content": op.content})
             elif isinstance(op, _Delete):
                 out.append({"op": "delete", "key": op.key})
             else:
@@ -346,10 +395,12 @@ class ContextUpdate:
                 update = update.delete(raw.get("key"))  # type: ignore[arg-type]
             elif op == "log_event":
                 update = update.log_event(raw.get("type"), raw.get("data"))  # type: ignore[arg-type]
+            elif op == "send":
+                update = update.send(raw.get("to"), raw.get("content"))  # type: ignore[arg-type]
             else:
                 raise InvalidUpdateError(
-                    f"unknown operation {op!r}; expected set, merge, append, increment, delete "
-                    "or log_event"
+                    f"unknown operation {op!r}; expected set, merge, append, increment, delete, "
+                    "log_event or send"
                 )
         return update
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, cast
@@ -8,6 +9,8 @@ from typing import Any, Generic, Literal, cast
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
+from actors.context._messages import Message
+from actors.context._run_context import RunContext
 from actors.exceptions import AgentDefinitionError
 from actors.loop._instructions import Instructions, InstructionsFunction, instructions_function
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
@@ -15,9 +18,25 @@ from actors.loop._tools import Tool
 from actors.loop._toolset import Toolset
 from actors.models._model import Model, ModelSettings
 
-__all__ = ["PLACEMENTS", "Agent", "Placement", "Subagent", "UsageLimits"]
+__all__ = [
+    "PLACEMENTS",
+    "Agent",
+    "HistoryProcessor",
+    "OutputValidator",
+    "Placement",
+    "Subagent",
+    "UsageLimits",
+    "validator_name",
+]
 
 OutputT = TypeVar("OutputT", default=str)
+
+OutputValidator = Callable[[RunContext[Any], Any], Any]
+"""``validator(ctx, output)``: returns the output to use (None keeps it), or raises
+`actors.exceptions.ModelRetry` to send the model back; sync or async."""
+
+HistoryProcessor = Callable[[RunContext[Any], list[Message]], list[Message]]
+"""``processor(ctx, messages)``: the messages to send the model instead (sync, quick, pure)."""
 
 Placement = Literal["parent", "spread"]
 """Where a child is started by a host that spans processes: with its parent, or elsewhere."""
@@ -116,9 +135,21 @@ class Agent(Generic[OutputT]):
         tool_timeout: Default seconds per tool call (None: no limit).
         model_timeout: Seconds per model request, retries included (None: no limit).
         model_settings: Settings sent with every request.
-        tool_retries: Default validation retry budget per tool per run.
-        output_retries: How many invalid final answers the model may correct per run.
+        tool_retries: Default retry budget per tool per run (invalid arguments, `ModelRetry`).
+        output_retries: How many times per run a final answer may be sent back (it did not
+            match the output type, or an output validator raised `ModelRetry`).
+        output_validators: Functions of ``(ctx, output)`` that check the final answer, in
+            order: each returns the output to use (None keeps it) or raises `ModelRetry` to
+            send the model back with a message. Sync ones run on a tool thread, async ones on
+            the event loop, under ``tool_timeout``. See the output types guide.
+        history_processors: Functions of ``(ctx, messages)`` that return what the model is
+            sent instead of the whole transcript (e.g. `keep_last_turns`), applied in order
+            before each request. A view for the request only: the transcript and the log keep
+            every message. Sync, quick and pure: they run as the request is built.
         description: What a parent's model reads about this agent when it is a subagent.
+        on_message: What a peer message (``ContextUpdate.send``) does to an idle agent:
+            ``"run"`` (the default) starts a turn on it; ``"queue"`` adds it to the transcript
+            for the next run. In a run, it joins at the next step boundary either way.
     """
 
     name: str
@@ -137,6 +168,9 @@ class Agent(Generic[OutputT]):
     tool_retries: int = 1
     output_retries: int = 1
     description: str = ""
+    output_validators: Sequence[OutputValidator] = ()
+    history_processors: Sequence[HistoryProcessor] = ()
+    on_message: Literal["run", "queue"] = "run"
     _instructions_fn: InstructionsFunction | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -167,6 +201,10 @@ class Agent(Generic[OutputT]):
         ):
             if value is not None and value <= 0:
                 raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
+        if self.on_message not in ("run", "queue"):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: on_message must be 'run' or 'queue', got {self.on_message!r}"
+            )
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")
         if not isinstance(self.usage_limits, UsageLimits):
@@ -189,6 +227,10 @@ class Agent(Generic[OutputT]):
                     f"agent {self.name!r}: {entry.name!r} is a toolset, not a tool; "
                     "pass it as toolsets=[...]"
                 )
+        validators = check_validators(self.name, self.output_validators)
+        object.__setattr__(self, "output_validators", validators)
+        processors = check_processors(self.name, self.history_processors)
+        object.__setattr__(self, "history_processors", processors)
         tools = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in self.tools)
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "toolsets", _normalize_toolsets(self.name, self.toolsets))
@@ -286,3 +328,61 @@ def _normalize_subagents(
                 ) from exc
         out.append(entry)
     return tuple(out)
+
+
+def check_validators(agent: str, validators: Any) -> tuple[OutputValidator, ...]:
+    """The validators as a tuple; each must take (ctx, output)."""
+    functions = _functions(agent, "output_validators", validators)
+    for validator in functions:
+        _takes_two(agent, "output validator", validator, "(ctx, output)")
+    return functions
+
+
+def validator_name(validator: Any) -> str:
+    """How logs and errors name an output validator."""
+    return str(getattr(validator, "__name__", None) or type(validator).__name__)
+
+
+def check_processors(agent: str, processors: Any) -> tuple[HistoryProcessor, ...]:
+    """The history processors as a tuple; each must be a sync function of (ctx, messages)."""
+    functions = _functions(agent, "history_processors", processors)
+    for processor in functions:
+        name = validator_name(processor)
+        if inspect.iscoroutinefunction(processor):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: history processor {name!r} is async; processors run as a "
+                "request is built and must not wait. Summarise in a tool or between runs, keep "
+                "the summary in the metadata, and let a sync processor put it in"
+            )
+        _takes_two(agent, "history processor", processor, "(ctx, messages)")
+    return functions
+
+
+def _functions(agent: str, label: str, functions: Any) -> tuple[Any, ...]:
+    problem = AgentDefinitionError(
+        f"agent {agent!r}: {label} is a list of functions, got {functions!r}"
+    )
+    if callable(functions) or isinstance(functions, str | bytes):
+        raise problem
+    try:
+        out = tuple(functions)
+    except TypeError:
+        raise problem from None
+    for function in out:
+        if not callable(function):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: {label} holds {function!r}, which is not a function"
+            )
+    return out
+
+
+def _takes_two(agent: str, label: str, function: Any, shape: str) -> None:
+    try:
+        inspect.signature(function).bind(None, None)
+    except TypeError:
+        raise AgentDefinitionError(
+            f"agent {agent!r}: {label} {validator_name(function)!r} must take two positional "
+            f"arguments, {shape}"
+        ) from None
+    except ValueError:  # no signature to read (some builtins): trust it
+        pass

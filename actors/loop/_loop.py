@@ -13,7 +13,7 @@ answers, approvals) in `_loop_suspension`; runs, model steps, tool calls and end
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
@@ -24,7 +24,7 @@ from actors.context._agent_context import AgentContext
 from actors.context._cancel import CancellationToken
 from actors.context._json import json_copy
 from actors.context._messages import (
-    AssistantMessage,
+    Message,
     SystemMessage,
     ToolCall,
     ToolResultMessage,
@@ -40,6 +40,7 @@ from actors.exceptions import (
     ActorsError,
     InvalidUpdateError,
     MaxIterationsExceeded,
+    ModelFallbackError,
     OutputValidationError,
     RunError,
     RunFailedError,
@@ -47,9 +48,12 @@ from actors.exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, UsageLimits
+from actors.loop._answer import AnswerMixin
 from actors.loop._children import ChildrenMixin
+from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
+from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
 from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     INTERRUPTED,
@@ -76,20 +80,24 @@ from actors.loop._types import (
     Finish,
     Input,
     ModelReplied,
+    PeerMessage,
     ResumeRun,
     StartRun,
     Steer,
     ToolFinished,
     ToolOutcome,
 )
-from actors.models._model import Model, ModelRequest, ToolDefinition
+from actors.loop._validation import validator_tool
+from actors.models._model import Model, ModelFallback, ModelRequest, ToolDefinition
 
 __all__ = ["AgentLoop", "LoopStatus", "TreeLimits"]
 
 _NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 
+_NO_LIMITS = UsageLimits()
 
-class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
+
+class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, PeersMixin):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -102,6 +110,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         approval_handler: Whether the host decides approvals in process.
         toolsets: The host's toolset views, for an agent with ``toolsets``: their tools are
             read (never waited for) at each step.
+        peer_exists: Whether the host knows an agent of an id (peer messages go only to
+            agents it knows); None refuses every peer message.
     """
 
     def __init__(
@@ -115,9 +125,12 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         limits: TreeLimits | None = None,
         approval_handler: bool = False,
         toolsets: ToolsetHost | None = None,
+        peer_exists: PeerDirectory | None = None,
     ) -> None:
         self.spec = spec
         self.approval_handler = approval_handler
+        self.peer_exists = peer_exists
+        self._outbox = []
         self.ctx = context
         self.model = model
         self.tool_context = tool_context
@@ -145,6 +158,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         self._use_output_tool = self._output is not None and bool(
             self._tools or self._subagents or self._views
         )
+        self._validators = tuple(validator_tool(v) for v in spec.output_validators)
         self._text_schema = (
             self._output.json_schema if self._output and not self._use_output_tool else None
         )
@@ -206,7 +220,10 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         """``idle``, ``running`` (a model call or tool in flight) or ``suspended``."""
         if self._run is None:
             return "idle"
-        if any(c.state == "running" for c in self._run.calls.values()) or self._run.awaiting_model:
+        run = self._run
+        if run.awaiting_model or run.validation is not None:
+            return "running"
+        if any(c.state == "running" for c in run.calls.values()):
             return "running"
         return "suspended"
 
@@ -231,24 +248,36 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
     # -- the one entry point -----------------------------------------------------------------
 
     def handle(self, message: Input) -> list[Effect]:
-        """Take one input and return the effects the host must carry out, in order."""
-        if isinstance(message, StartRun):
-            return self._start(message)
-        if isinstance(message, ModelReplied):
-            return self._on_model(message)
+        """Take one input and return the effects the host must carry out, in order.
+
+        Peer messages the step's tools sent come first: the host delivers them once the step
+        is written, before it starts anything else.
+        """
+        effects: list[Effect]
         if isinstance(message, ToolFinished):
-            return self._on_tool(message.run_id, message.call_id, message.outcome)
-        if isinstance(message, ChildFinished):
-            return self._on_child(message)
-        if isinstance(message, CancelRun):
-            return self._cancel(message.reason)
-        if isinstance(message, ResumeRun):
-            return self._resume(message)
-        if isinstance(message, Steer):
-            return self._steer(message.message)
-        if isinstance(message, ApprovalDecided):
-            return self._on_approval(message)
-        raise TypeError(f"unknown input {message!r}")
+            effects = self._on_tool(message.run_id, message.call_id, message.outcome)
+        elif isinstance(message, ModelReplied):
+            effects = self._on_model(message)
+        elif isinstance(message, StartRun):
+            effects = self._start(message)
+        elif isinstance(message, ChildFinished):
+            effects = self._on_child(message)
+        elif isinstance(message, PeerMessage):
+            effects = self._on_peer(message)
+        elif isinstance(message, CancelRun):
+            effects = self._cancel(message.reason)
+        elif isinstance(message, ResumeRun):
+            effects = self._resume(message)
+        elif isinstance(message, Steer):
+            effects = self._steer(message.message)
+        elif isinstance(message, ApprovalDecided):
+            effects = self._on_approval(message)
+        else:
+            raise TypeError(f"unknown input {message!r}")
+        if self._outbox:
+            effects = [*self._outbox, *effects]
+            self._outbox.clear()
+        return effects
 
     # -- starting ----------------------------------------------------------------------------
 
@@ -261,38 +290,44 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             return [Finish(message.reply, error=error)]
         if not isinstance(message.prompt, str):
             return [Finish(message.reply, error=UserError("a run's prompt must be a str"))]
-        run_id = message.run_id or self.next_run_id()
+        return self._open_run(message.run_id, message.reply, prompt=message.prompt)
+
+    def _open_run(
+        self,
+        run_id: str | None,
+        reply: Any,
+        data: dict[str, Any] | None = None,
+        *,
+        prompt: str | None = None,
+    ) -> list[Effect]:
+        """Start a run: on a prompt, or (``prompt`` None) on what the transcript already holds."""
+        run_id = run_id or self.next_run_id()
         self._runs += 1
         ctx = self.ctx
         self._run = _Run(
             run_id=run_id,
-            reply=message.reply,
+            reply=reply,
             token=CancellationToken(),
             start_usage=ctx.usage,
-            start_seq=len(ctx.events),
+            start_seq=ctx.event_count,
         )
-        ctx._record("turn_start", {"run_id": run_id})
-        if not ctx.messages and self.spec.system_prompt:
-            ctx.add_message(SystemMessage(content=self.spec.system_prompt))
-        ctx.add_message(UserMessage(content=message.prompt))
+        ctx._record("turn_start", {"run_id": run_id, **data} if data else {"run_id": run_id})
+        if prompt is not None:
+            self._introduce()
+            ctx.add_message(UserMessage(content=prompt))
         return self._next_step()
+
+    def _introduce(self) -> None:
+        """A fresh transcript starts with the logged system prompt."""
+        if self.ctx.last_message is None and self.spec.system_prompt:
+            self.ctx.add_message(SystemMessage(content=self.spec.system_prompt))
 
     def _overlay(self) -> str | RunFailedError | None:
         """The instructions function's text for the next request (with the JSON-text note)."""
         function = self._instructions_fn
         assert function is not None
-        run = self._run
-        assert run is not None
         ctx = self.ctx
-        run_ctx: RunContext[Any] = RunContext(
-            tool_context=self.tool_view if self.tool_view is not None else _NO_TOOL_CONTEXT,
-            metadata=ctx.metadata_snapshot(),
-            agent_id=ctx.agent_id,
-            parent_id=ctx.parent_id,
-            run_id=run.run_id,
-            usage=ctx.usage,
-            cancellation=run.token,
-        )
+        run_ctx = self._request_context()
         try:
             text = function(run_ctx)
         except Exception as exc:  # the user's function: its failure ends the run, typed
@@ -322,6 +357,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
         limits = self.spec.usage_limits
+        if limits == _NO_LIMITS:
+            return None  # the common case: nothing to count against (a hot path)
         used = self._run_usage()
         checks = [
             ("requests", used.requests + (1 if before_request else 0), limits.requests),
@@ -342,8 +379,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         if run.final is not None:
             return self._complete(run.final[0])
         if run.steering:
-            for steer in run.steering:
-                ctx.add_message(steer, source="steer")
+            for steer, source in run.steering:
+                ctx.add_message(steer, source=source)
             run.steering.clear()
         if ctx.max_iterations_reached():
             return self._fail(
@@ -368,13 +405,21 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         run.chains = {}
         self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
-        ctx._record(
-            "request_header",
-            {"model": self.model.name, "settings": dict(self.spec.model_settings)},
-        )
+        header: dict[str, Any] = {
+            "model": self.model.name,
+            "settings": dict(self.spec.model_settings),
+        }
+        messages: Sequence[Message] = ctx.model_messages()
+        if self.spec.history_processors:
+            try:
+                messages = self._processed(messages)
+            except RunFailedError as failure:
+                return self._fail(failure, reason="error")
+            header["history"] = {"sent": len(messages), "of": ctx.message_count}
+        ctx._record("request_header", header)
         run.awaiting_model = True
         request = ModelRequest(
-            messages=tuple(ctx.model_messages()),
+            messages=messages,
             tools=self._definitions,
             settings=self.spec.model_settings,
             cancellation=run.token,
@@ -382,6 +427,26 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             output_schema=self._text_schema,
         )
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
+
+    def _request_context(self) -> RunContext[Any]:
+        """What instructions functions and history processors see as a request is built."""
+        run = self._run
+        assert run is not None
+        ctx = self.ctx
+        return RunContext(
+            tool_context=self.tool_view if self.tool_view is not None else _NO_TOOL_CONTEXT,
+            metadata=ctx.metadata_snapshot(),
+            agent_id=ctx.agent_id,
+            parent_id=ctx.parent_id,
+            run_id=run.run_id,
+            usage=ctx.usage,
+            cancellation=run.token,
+        )
+
+    def _processed(self, messages: Sequence[Message]) -> list[Message]:
+        """What the history processors let the model see of ``messages`` (see `_history`)."""
+        processors = self.spec.history_processors
+        return apply_history_processors(processors, self._request_context(), messages)
 
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         run = self._run
@@ -392,6 +457,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             return []
         run.awaiting_model = False
         ctx = self.ctx
+        for switch in model_fallbacks(message):
+            ctx._record("model_fallback", switch.to_json())
         if message.error is not None or message.response is None:
             error = message.error or RuntimeError("model returned nothing")
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
@@ -417,33 +484,6 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         if not reply.tool_calls:
             return self._final_text(reply)
         return self._dispatch(reply.tool_calls)
-
-    def _final_text(self, reply: AssistantMessage) -> list[Effect]:
-        run = self._run
-        assert run is not None
-        if self._output is None:
-            return self._complete(reply.content)
-        if self._use_output_tool:
-            problem = f"Please give the final answer by calling the {FINAL_RESULT_TOOL!r} tool."
-        else:
-            try:
-                return self._complete(self._output.from_text(reply.content))
-            except ValidationError as exc:
-                problem = (
-                    "The answer did not match the required output schema: "
-                    f"{describe_validation_error(exc)}. Reply with valid JSON only."
-                )
-        run.output_retries += 1
-        if run.output_retries > self.spec.output_retries:
-            return self._fail(
-                OutputValidationError(
-                    f"agent {self.ctx.agent_id!r}: the final answer never matched the output "
-                    f"type after {self.spec.output_retries} retries: {problem}"
-                ),
-                reason="error",
-            )
-        self.ctx.add_message(UserMessage(content=problem), source="output_retry")
-        return self._next_step()
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -482,8 +522,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             elif problem is not None:
                 slot.outcome, slot.state = ToolOutcome(problem, True), "done"
             elif call.name == FINAL_RESULT_TOOL and self._output is not None:
-                run.final = (self._output.from_arguments(call.arguments),)
-                slot.outcome, slot.state = ToolOutcome("Final result processed."), "done"
+                effects.extend(self._accept(self._output.from_arguments(call.arguments), call.id))
             elif call.name in self._subagents:
                 effects.extend(self._start_child(slot, self._subagents[call.name], snapshot))
             else:
@@ -599,17 +638,39 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
 
     def _on_tool(self, run_id: str, call_id: str, outcome: ToolOutcome) -> list[Effect]:
         run = self._run
-        slot = run.calls.get(call_id) if run is not None and run.run_id == run_id else None
+        if run is None or run.run_id != run_id:
+            run = None
+        elif run.validation is not None and call_id == run.validation.effect_id:
+            return self._on_verdict(outcome)
+        slot = run.calls.get(call_id) if run is not None else None
         if slot is None or slot.state != "running":
             self.log.info("late tool result discarded", tool_call_id=call_id)
             return []
+        assert run is not None
         if outcome.pending is not None:
             self._park(slot, outcome.pending)
         else:
             slot.outcome, slot.state = outcome, "done"
         assert run is not None
+        if outcome.retry:
+            self._count_retry(slot.call.name, outcome.content)
         started = self._advance(slot, outcome) if run.chains else []
         return [*started, *self._settle()]
+
+    def _count_retry(self, name: str, message: str) -> None:
+        """A tool raised ModelRetry: count it; past the budget the run ends after this step."""
+        run = self._run
+        assert run is not None
+        tool = self._tools.get(name)
+        budget = self.spec.tool_retries
+        if tool is not None and tool.max_retries is not None:
+            budget = tool.max_retries
+        count = run.retries[name] = run.retries.get(name, 0) + 1
+        if count > budget and run.failure is None:
+            run.failure = ToolRetriesExceeded(
+                f"agent {self.ctx.agent_id!r}: tool {name!r} asked for a retry {count} times in "
+                f"this run (retry budget {budget}): {message}"
+            )
 
     def _settle(self) -> list[Effect]:
         """Once no call is running: apply results in call order, then suspend or go on."""
@@ -635,13 +696,16 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             content, is_error = outcome.content, outcome.is_error
             if outcome.update is not None:
                 try:
-                    ctx.apply_update(outcome.update, source=slot.call.id)
+                    self._check_receivers(outcome.update)
+                    events = ctx.apply_update(outcome.update, source=slot.call.id)
                 except InvalidUpdateError as exc:
                     content, is_error = f"The tool's context update failed: {exc}", True
                 else:
                     name = slot.call.name
                     sequential = name in run.chains  # its calls saw each other's updates
                     sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
+                    if outcome.update.sends:
+                        self._outbox.extend(sends_of(events))
             ctx.add_message(
                 ToolResultMessage(
                     tool_call_id=slot.call.id,
@@ -653,6 +717,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             slot.state = "applied"
         if len(sets) > 1 and (clashes := clashing_sets(sets)):
             warn_clashing_sets(ctx.agent_id, clashes)
+        if run.failure is not None:
+            return self._fail(run.failure, reason="error")
         if self.approval_handler:
             asks: list[Effect] = []
             for slot in calls:
@@ -679,7 +745,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
             # Logged now, delivered at the step boundary: a crash in between loses nothing
             # (recovery hands undelivered messages to the transcript).
             self.ctx._record("steered", {"content": message.content})
-            self._run.steering.append(message)
+            self._run.steering.append((message, "steer"))
         return []
 
     # -- ending -------------------------------------------------------------------------------
@@ -693,11 +759,11 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         return RunResult(
             status=status,
             output=output,
-            messages=tuple(self.ctx.messages),
+            messages=self.ctx.message_view(),
             usage=usage,
             tree_usage=usage + run.children_usage,
             metadata=self.ctx.metadata_snapshot(),
-            events=self.ctx.events[run.start_seq :],
+            events=self.ctx.events_since(run.start_seq),
             agent_id=self.ctx.agent_id,
             run_id=run.run_id,
             requests=self.open_requests() if status == "suspended" else (),
@@ -756,7 +822,7 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         )
         self.ctx._record("turn_end", {"run_id": run.run_id, "reason": reason})
         if isinstance(error, RunError):
-            error.messages = tuple(self.ctx.messages)
+            error.messages = self.ctx.message_view()
             error.usage = self._run_usage() + run.children_usage
             error.agent_id = self.ctx.agent_id
         self._run = None
@@ -784,8 +850,8 @@ class AgentLoop(SuspensionMixin, ChildrenMixin, SequentialMixin):
         Exactly what happens to a message sent just after the run ended (to an idle agent):
         nothing is lost, and where a message lands does not depend on a race with the end.
         """
-        for message in run.steering:
-            self.ctx.add_message(message, source="steer")
+        for message, source in run.steering:
+            self.ctx.add_message(message, source=source)
         run.steering.clear()
 
 
@@ -793,3 +859,17 @@ def _joined(instructions: str | None, note: str) -> str | None:
     if instructions and note:
         return f"{instructions}\n\n{note}"
     return instructions or note or None
+
+
+def model_fallbacks(message: ModelReplied) -> tuple[ModelFallback, ...]:
+    """The switches a fallback model made for this reply (or before it failed), in order."""
+    if message.response is not None:
+        return message.response.fallbacks
+    error = message.error
+    if not isinstance(error, ModelFallbackError):
+        return ()
+    failures = error.failures
+    return tuple(
+        ModelFallback.of(name, failed, failures[n + 1][0])
+        for n, (name, failed) in enumerate(failures[:-1])
+    )

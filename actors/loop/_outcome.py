@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from actors._safe import exception_text
 from actors.context._suspension import Pending
 from actors.context._update import ContextUpdate
-from actors.exceptions import Cancelled, InvalidUpdateError
-from actors.loop._tools import ToolResult
+from actors.exceptions import Cancelled, InvalidUpdateError, ModelRetry
+from actors.loop._tools import RetryRequested, ToolResult
 from actors.loop._types import ToolOutcome
 
 __all__ = ["LEGACY_UPDATE_KEY", "outcome_of_error", "outcome_of_return", "render"]
@@ -38,6 +38,8 @@ def outcome_of_return(value: Any) -> ToolOutcome:
         return ToolOutcome(content="", pending=value.request)
     if isinstance(value, ToolOutcome):
         return value
+    if isinstance(value, RetryRequested):
+        return ToolOutcome(content=value.message, is_error=True, retry=True)
     update: ContextUpdate | None = None
     if isinstance(value, ContextUpdate):  # an update alone: a result of None, never dropped
         value, update = None, value
@@ -73,4 +75,6 @@ def outcome_of_error(exc: BaseException, timeout: float | None = None) -> ToolOu
         return ToolOutcome(content=f"Tool timed out after {timeout:g} s", is_error=True)
     if isinstance(exc, Cancelled):
         return ToolOutcome(content=f"Tool was cancelled: {exc.reason}", is_error=True)
+    if isinstance(exc, ModelRetry):
+        return ToolOutcome(content=exc.message, is_error=True, retry=True)
     return ToolOutcome(content=exception_text(exc), is_error=True)

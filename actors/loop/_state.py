@@ -13,7 +13,9 @@ from actors.context._cancel import CancellationToken
 from actors.context._messages import ToolCall, UserMessage
 from actors.context._suspension import Answer, Request
 from actors.context._usage import Usage
+from actors.exceptions import ActorsError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._output import OutputSchema
 from actors.loop._tools import Tool
 from actors.loop._types import CallTool, Effect, ToolOutcome
 from actors.models._model import Model
@@ -81,6 +83,16 @@ class _Chain:
 
 
 @dataclass(slots=True)
+class _Validation:
+    """An answer going through the output validators, one at a time."""
+
+    output: Any  # as the validators before this one left it
+    index: int  # the validator running
+    effect_id: str  # the id its `ToolFinished` comes back with
+    call_id: str | None  # the final_result call it answers, or None for a text answer
+
+
+@dataclass(slots=True)
 class _Run:
     """The run in progress (running or suspended)."""
 
@@ -94,12 +106,14 @@ class _Run:
     retries: dict[str, int] = field(default_factory=dict)
     output_retries: int = 0
     final: tuple[Any] | None = None
-    steering: list[UserMessage] = field(default_factory=list)
+    steering: list[tuple[UserMessage, str]] = field(default_factory=list)  # (message, source)
     children_usage: Usage = field(default_factory=Usage)
     validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False
     delegated: set[str] = field(default_factory=set)  # children started by tools, running
     chains: dict[str, _Chain] = field(default_factory=dict)  # by sequential tool name
+    validation: _Validation | None = None
+    failure: ActorsError | None = None  # ends the run once the step's results are applied
 
 
 class _LoopCore:
@@ -113,6 +127,7 @@ class _LoopCore:
     ctx: AgentContext
     model: Model
     tool_context: Any
+    tool_view: Any  # the read-only view of tool_context that tools (and validators) get
     depth: int
     limits: TreeLimits
     approval_handler: bool
@@ -122,6 +137,9 @@ class _LoopCore:
     _run: _Run | None
     _children_spawned: int
     _kept: dict[str, str]
+    _output: OutputSchema | None
+    _use_output_tool: bool
+    _validators: tuple[Tool, ...]
 
     @property
     def status(self) -> LoopStatus:
@@ -137,6 +155,15 @@ class _LoopCore:
         raise NotImplementedError
 
     def _settle(self) -> list[Effect]:
+        raise NotImplementedError
+
+    def _next_step(self) -> list[Effect]:
+        raise NotImplementedError
+
+    def _complete(self, output: Any) -> list[Effect]:
+        raise NotImplementedError
+
+    def _fail(self, error: ActorsError, reason: str) -> list[Effect]:
         raise NotImplementedError
 
     def _call_tool(

@@ -13,6 +13,7 @@ from actors.context._messages import ToolCall, UserMessage
 from actors.context._suspension import Answer, Request
 from actors.context._usage import Usage
 from actors.exceptions import UnknownRequestError
+from actors.loop._peers import peer_message
 from actors.loop._state import _Call, _LoopCore, _Run
 from actors.loop._tools import describe_validation_error
 from actors.loop._types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
@@ -45,9 +46,9 @@ class SuspensionMixin(_LoopCore):
         ctx = self.ctx
         request = slot.request
         assert request is not None
-        request_id = request.id or f"{ctx.agent_id}-req-{len(ctx.events)}"
+        request_id = request.id or f"{ctx.agent_id}-req-{ctx.event_count}"
         if request_id in ctx.suspended:
-            request_id = f"{request_id}-{len(ctx.events)}"
+            request_id = f"{request_id}-{ctx.event_count}"
         request = request.model_copy(
             update={"id": request_id, "agent_id": ctx.agent_id, "path": (ctx.agent_id,)}
         )
@@ -97,7 +98,16 @@ class SuspensionMixin(_LoopCore):
             for e in ctx.events[start:]
             if e.type == "user_message" and e.data.get("source") == "steer"
         )
-        run.steering.extend(UserMessage(content=content) for content in sent[delivered:])
+        run.steering.extend((UserMessage(content=c), "steer") for c in sent[delivered:])
+        heard = [e for e in ctx.events[start:] if e.type == "message_received"]
+        given = sum(
+            1
+            for e in ctx.events[start:]
+            if e.type == "user_message" and e.data.get("source") == "peer"
+        )
+        run.steering.extend(
+            (peer_message(e.data["from"], e.data["content"]), "peer") for e in heard[given:]
+        )
         return run
 
     def _restore_suspension(self) -> None:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from actors.context._run_context import RunContext
-from actors.exceptions import ToolDefinitionError
+from actors.exceptions import ModelRetry, ToolDefinitionError
 from actors.loop._docstrings import parse_docstring
 from actors.models._model import ToolDefinition
 
@@ -29,6 +29,13 @@ class ToolResult:
     is_error: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class RetryRequested:
+    """A tool raised `ModelRetry`: what `Tool.invoke` returns instead of raising it."""
+
+    message: str
+
+
 def _takes_ctx(annotation: Any) -> bool:
     return annotation is RunContext or get_origin(annotation) is RunContext
 
@@ -45,7 +52,8 @@ class Tool:
     A tool may return a value (serialized for the model), ``(value, ContextUpdate)`` (or a bare
     ``ContextUpdate``), a `ToolResult`, a `Pending` (to wait for the host), or — legacy, for
     code written for the seeds — a dict with an ``__update_context__`` mapping, which becomes
-    ``set`` operations.
+    ``set`` operations. It may raise `actors.exceptions.ModelRetry` to send the model back with
+    a message; that counts against its retry budget, like arguments that fail validation.
 
     Attributes:
         name: The name the model calls it by.
@@ -54,8 +62,8 @@ class Tool:
         parameters: The JSON schema of its arguments.
         takes_ctx: Whether the function's first parameter is a `RunContext`.
         is_async: Whether the function is a coroutine function.
-        max_retries: How many times in one run its arguments may fail validation before the run
-            fails; None uses the agent's ``tool_retries``.
+        max_retries: How many times in one run its arguments may fail validation (or the tool
+            raise `ModelRetry`) before the run fails; None uses the agent's ``tool_retries``.
         timeout: Seconds before a call is abandoned; None uses the agent's ``tool_timeout``.
         requires_approval: Whether a call must be approved by the host before it runs.
         sequential: Whether the calls of this tool in one model reply run one after another
@@ -259,7 +267,24 @@ class Tool:
         return {**{name: getattr(model, name) for name in type(model).model_fields}, **extra}
 
     def invoke(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
-        """Call the function with validated ``arguments`` (returns an awaitable if async)."""
+        """Call the function with validated ``arguments`` (returns an awaitable if async).
+
+        A `ModelRetry` the function raises comes back as a `RetryRequested` value.
+        """
+        if self.is_async:
+            return self._invoke_async(ctx, arguments)
+        try:
+            return self._call(ctx, arguments)
+        except ModelRetry as retry:
+            return RetryRequested(retry.message)
+
+    async def _invoke_async(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
+        try:
+            return await self._call(ctx, arguments)
+        except ModelRetry as retry:
+            return RetryRequested(retry.message)
+
+    def _call(self, ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Any:
         if self.takes_ctx:
             return self.function(ctx, **arguments)
         return self.function(**arguments)

@@ -32,9 +32,11 @@ __all__ = [
     "Finish",
     "Input",
     "ModelReplied",
+    "PeerMessage",
     "ResumeChild",
     "ResumeRun",
     "RunChild",
+    "SendMessage",
     "StartRun",
     "Steer",
     "ToolFinished",
@@ -68,6 +70,7 @@ class ToolOutcome:
     output: Any = None
     update: ContextUpdate | None = None
     pending: Request | None = None
+    retry: bool = False  # the tool raised ModelRetry: counts against its retry budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,16 @@ class ApprovalDecided:
     answer: Answer
 
 
+@dataclass(frozen=True, slots=True)
+class PeerMessage:
+    """Another agent's message (``ContextUpdate.send``), numbered ``n`` among its sender's."""
+
+    message_id: str
+    n: int
+    sender: str
+    content: str
+
+
 Input = (
     StartRun
     | ModelReplied
@@ -123,6 +136,7 @@ Input = (
     | ResumeRun
     | Steer
     | ApprovalDecided
+    | PeerMessage
 )
 
 # -- effects ------------------------------------------------------------------------------------
@@ -190,6 +204,16 @@ class AskApproval:
 
 
 @dataclass(frozen=True, slots=True)
+class SendMessage:
+    """Deliver a logged peer message (its ``message_sent`` event is durable by now)."""
+
+    message_id: str
+    n: int
+    to: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     """Answer the caller waiting on ``reply`` with a result or an error."""
 
@@ -198,4 +222,6 @@ class Finish:
     error: ActorsError | None = None
 
 
-Effect = CallModel | CallTool | RunChild | ResumeChild | CancelChild | AskApproval | Finish
+Effect = (
+    CallModel | CallTool | RunChild | ResumeChild | CancelChild | AskApproval | SendMessage | Finish
+)

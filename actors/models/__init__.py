@@ -25,14 +25,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._cached import CachedModel
+    from actors.models._fallback import FallbackModel, is_provider_failure
     from actors.models._infer import KNOWN_PROVIDERS, infer_model
     from actors.models._openai import OpenAIChatModel
     from actors.models._retry import RetryPolicy
 
 __all__ = [
     "AnthropicModel",
+    "CachedModel",
+    "FallbackModel",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
+    "is_provider_failure",
     "KNOWN_PROVIDERS",
     "OpenAIChatModel",
     "RetryPolicy",
@@ -40,7 +45,10 @@ __all__ = [
 
 _HOMES = {
     "AnthropicModel": "_anthropic",
+    "FallbackModel": "_fallback",
+    "CachedModel": "_cached",
     "INVALID_ARGUMENTS_KEY": "_arguments",
+    "is_provider_failure": "_fallback",
     "KNOWN_PROVIDERS": "_infer",
     "infer_model": "_infer",
     "OpenAIChatModel": "_openai",

@@ -29,12 +29,14 @@ from actors.models._auth import ApiKey, ApiKeySource, HeaderAuth, KeyResolver
 from actors.models._base import HTTPModel, StreamAssembler
 from actors.models._errors import excerpt
 from actors.models._model import (
+    FINAL_RESULT_TOOL,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     StreamDelta,
     ToolDefinition,
 )
+from actors.models._native import native_mode, native_schema, text_answer
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
 
@@ -141,9 +143,22 @@ class AnthropicModel(HTTPModel):
         }
         if system:
             body["system"] = "\n\n".join(system)
-        if request.tools:
-            body["tools"] = [_tool(tool) for tool in request.tools]
-            choice = _tool_choice(settings.get("tool_choice"), request.tools)
+        native = native_mode(request, settings)
+        tools = list(request.tools)
+        if native == "text":
+            # The answer is the input of a tool the model must call (see `_finish`).
+            assert request.output_schema is not None
+            shaped = native_schema(request.output_schema).schema
+            tools = [ToolDefinition(FINAL_RESULT_TOOL, "Give the final answer.", shaped)]
+        if tools:
+            body["tools"] = [_tool(tool) for tool in tools]
+            choice: dict[str, Any]
+            if native == "text":
+                choice = {"type": "tool", "name": FINAL_RESULT_TOOL}
+            else:
+                choice = _tool_choice(settings.get("tool_choice"), tools)
+            if native == "tool" and not choice:
+                choice = {"type": "any"}  # some tool, final_result included: never bare text
             if settings.get("parallel_tool_calls") is False and choice.get("type") != "none":
                 choice = {"type": "auto", **choice, "disable_parallel_tool_use": True}
             if choice:
@@ -183,6 +198,13 @@ class AnthropicModel(HTTPModel):
 
     def _assembler(self) -> StreamAssembler:
         return _EventAssembler(self.model_name)
+
+    def _finish(
+        self, response: ModelResponse, request: ModelRequest, settings: ModelSettings
+    ) -> ModelResponse:
+        if native_mode(request, settings) != "text" or request.output_schema is None:
+            return response
+        return text_answer(response, native_schema(request.output_schema).wrapped)
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -124,6 +124,12 @@ class HTTPModel(ABC):
     def _headers(self) -> dict[str, str]:
         return {}
 
+    def _finish(
+        self, response: ModelResponse, request: ModelRequest, settings: ModelSettings
+    ) -> ModelResponse:
+        """The reply as the agent should see it (native structured output unwraps here)."""
+        return response
+
     # -- public face ------------------------------------------------------------------------
 
     @property
@@ -185,7 +191,8 @@ class HTTPModel(ABC):
         # Tools run only after the agent loop receives a reply, so a retry can never make a
         # tool run twice; the worst it repeats is the model's own work.
         retried = send_with_retries(attempt, self._retry, log=log)
-        return await self._cancellable(request, retried, log)
+        response = await self._cancellable(request, retried, log)
+        return self._finish(response, request, settings)
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created (a client passed in stays open).

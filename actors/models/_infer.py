@@ -10,7 +10,7 @@ from actors.models._anthropic import AnthropicModel
 from actors.models._auth import ApiKeySource
 from actors.models._model import Model
 from actors.models._openai import OpenAIChatModel
-from actors.models._test_models import TestModel
+from actors.models._test_model import TestModel
 
 __all__ = ["KNOWN_PROVIDERS", "infer_model"]
 

@@ -17,6 +17,7 @@ __all__ = [
     "FINAL_RESULT_TOOL",
     "InlineModel",
     "Model",
+    "ModelFallback",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
@@ -36,6 +37,13 @@ class ModelSettings(TypedDict, total=False):
     """Settings passed to the model with each request. Providers ignore what they lack.
 
     ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"`` or the name of one tool.
+
+    ``native_output`` (off by default) asks the provider to enforce an agent's output type
+    itself: OpenAI-style servers get ``response_format`` (a strict JSON schema when the type
+    allows it) and, for a tools agent, a strict ``final_result`` tool and
+    ``tool_choice="required"``; Anthropic is forced to call the ``final_result`` tool (any
+    tool, for a tools agent). Set it on the model (``settings=``) when its server supports
+    it, or on an agent's ``model_settings``; some OpenAI-compatible servers refuse it.
     """
 
     temperature: float
@@ -48,6 +56,7 @@ class ModelSettings(TypedDict, total=False):
     stream: bool
     timeout: float
     extra_body: dict[str, Any]
+    native_output: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,40 @@ class ModelRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelFallback:
+    """One switch of a `actors.models.FallbackModel` to its next model, for the agent's log.
+
+    Attributes:
+        model: The name of the model that failed.
+        error: The type of its error (``"ModelHTTPError"``, ``"ModelTimeoutError"``, ...).
+        message: The error's message, cut short (providers mask keys before this point).
+        next_model: The name of the model tried next.
+    """
+
+    model: str
+    error: str
+    message: str
+    next_model: str
+
+    @classmethod
+    def of(cls, model: str, error: BaseException, next_model: str) -> ModelFallback:
+        """The switch away from ``model`` after ``error`` (its message cut to 200 characters)."""
+        message = str(error)
+        if len(message) > 200:
+            message = message[:199] + "…"
+        return cls(model, type(error).__name__, message, next_model)
+
+    def to_json(self) -> dict[str, str]:
+        """The data of the ``model_fallback`` event the agent logs."""
+        return {
+            "model": self.model,
+            "error": self.error,
+            "message": self.message,
+            "next_model": self.next_model,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ModelResponse:
     """A model's complete reply.
 
@@ -111,12 +154,15 @@ class ModelResponse:
         usage: What the request cost (``requests`` is usually 1).
         model_name: The model that answered, as the provider names it.
         finish_reason: Why the model stopped (``"stop"``, ``"tool_calls"``, ``"length"``, ...).
+        fallbacks: The switches a `actors.models.FallbackModel` made before this reply, in
+            order; the agent logs each as a ``model_fallback`` event.
     """
 
     message: AssistantMessage
     usage: Usage = field(default_factory=lambda: Usage(requests=1))
     model_name: str = ""
     finish_reason: str | None = None
+    fallbacks: tuple[ModelFallback, ...] = ()
 
 
 @runtime_checkable

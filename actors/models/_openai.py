@@ -7,6 +7,7 @@ ends with ``data: [DONE]``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -29,12 +30,14 @@ from actors.models._auth import ApiKey, ApiKeySource, HeaderAuth, KeyResolver
 from actors.models._base import HTTPModel, StreamAssembler
 from actors.models._errors import excerpt
 from actors.models._model import (
+    FINAL_RESULT_TOOL,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     StreamDelta,
     ToolDefinition,
 )
+from actors.models._native import native_mode, native_schema, unwrap_text
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
 
@@ -118,12 +121,26 @@ class OpenAIChatModel(HTTPModel):
             "model": self.model_name,
             "messages": [_message(message) for message in request.messages],
         }
+        native = native_mode(request, settings)
         if request.tools:
-            body["tools"] = [_tool(tool) for tool in request.tools]
+            body["tools"] = [_tool(tool, native == "tool") for tool in request.tools]
             if "tool_choice" in settings:
                 body["tool_choice"] = _tool_choice(settings["tool_choice"], request.tools)
+            elif native == "tool":
+                body["tool_choice"] = "required"  # the answer comes through final_result
             if "parallel_tool_calls" in settings:
                 body["parallel_tool_calls"] = settings["parallel_tool_calls"]
+        if native == "text":
+            assert request.output_schema is not None
+            shaped = native_schema(request.output_schema)
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": FINAL_RESULT_TOOL,
+                    "schema": shaped.schema,
+                    "strict": shaped.strict,
+                },
+            }
         for name in _SAMPLING:
             if name in settings:
                 body[name] = settings[name]  # type: ignore[literal-required]
@@ -157,6 +174,19 @@ class OpenAIChatModel(HTTPModel):
     def _assembler(self) -> StreamAssembler:
         return _ChunkAssembler(self.model_name)
 
+    def _finish(
+        self, response: ModelResponse, request: ModelRequest, settings: ModelSettings
+    ) -> ModelResponse:
+        if native_mode(request, settings) != "text" or request.output_schema is None:
+            return response
+        if not native_schema(request.output_schema).wrapped:
+            return response
+        message = response.message
+        content = unwrap_text(message.content, wrapped=True)
+        return dataclasses.replace(
+            response, message=message.model_copy(update={"content": content})
+        )
+
 
 def _message(message: Message) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
@@ -187,15 +217,17 @@ def arguments_text(call: ToolCall) -> str:
     return json.dumps(call.arguments, ensure_ascii=False)
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
+def _tool(tool: ToolDefinition, native: bool = False) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
     }
+    if native and tool.name == FINAL_RESULT_TOOL:
+        shaped = native_schema(tool.parameters)
+        function["parameters"] = shaped.schema
+        function["strict"] = shaped.strict
+    return {"type": "function", "function": function}
 
 
 def _tool_choice(choice: str, tools: Sequence[ToolDefinition]) -> Any:

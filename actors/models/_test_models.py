@@ -1,18 +1,44 @@
+"""Models for tests and simulations: scripted replies, a function, or a tool-exercising robot.
+
+They need no network, answer at once (or after a cancellable wait), stream in pieces when
+asked, and keep a bounded history of what they were asked (see `_test_support`).
+"""
+
 from __future__ import annotations
 
-import asyncio
 import inspect
-import json
+import random
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeAlias
 
-from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from actors.context._messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+)
 from actors.context._usage import Usage
-from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse, ToolDefinition
+from actors.models._latency import Latency, check_latency, latency_of
+from actors.models._model import ModelRequest, ModelResponse, ToolDefinition
+from actors.models._test_support import (
+    DEFAULT_HISTORY,
+    RequestHistory,
+    TranscriptTally,
+    call_off_loop,
+    check_chunk_size,
+    stream_reply,
+    wait,
+)
 
-__all__ = ["FunctionModel", "Reply", "ScriptedModel", "TestModel", "call"]
+__all__ = [
+    "FunctionModel",
+    "Latency",
+    "Reply",
+    "ScriptedModel",
+    "call",
+    "seed_call_ids",
+]
 
 Reply: TypeAlias = (
     str | AssistantMessage | ToolCall | Sequence[ToolCall] | ModelResponse | BaseException
@@ -21,21 +47,35 @@ Reply: TypeAlias = (
 an exception to raise."""
 
 
+_call_ids: random.Random | None = None  # set by seed_call_ids (a simulation's seed)
+
+
+def seed_call_ids(seed: int | str | None) -> None:
+    """Make the ids of `call` come from ``seed`` from now on (None: random again).
+
+    `actors.sim.Simulation` seeds them with its own seed, so scripts built after it was made
+    hold the same ids in every process.
+    """
+    global _call_ids
+    _call_ids = None if seed is None else random.Random(f"actors-call-ids:{seed}")
+
+
 def call(name: str, /, **arguments: Any) -> ToolCall:
     """A tool call for a script: ``call("search", query="pykka")``.
 
-    The id is ``"<name>-<random hex>"``; build a `ToolCall` yourself when ids must be fixed.
+    The id is ``"<name>-<random hex>"`` (from the seed of `seed_call_ids`, if one was set);
+    build a `ToolCall` yourself when ids must be fixed.
     """
     # A random part keeps ids unique across processes: a session continued in a new process
     # builds its script again, and its transcript must not hold the same id twice.
-    return ToolCall(id=f"{name}-{uuid.uuid4().hex[:10]}", name=name, arguments=arguments)
+    source = _call_ids
+    suffix = uuid.uuid4().hex[:10] if source is None else f"{source.getrandbits(40):010x}"
+    return ToolCall(id=f"{name}-{suffix}", name=name, arguments=arguments)
 
 
-def _estimate_tokens(messages: Sequence[Message]) -> int:
-    return sum(len(str(getattr(m, "content", "")).split()) + 1 for m in messages)
-
-
-def _to_response(reply: Reply, request: ModelRequest, model_name: str) -> ModelResponse:
+def _to_response(
+    reply: Reply, request: ModelRequest, model_name: str, tally: TranscriptTally
+) -> ModelResponse:
     if isinstance(reply, BaseException):
         raise reply
     if isinstance(reply, ModelResponse):
@@ -50,34 +90,11 @@ def _to_response(reply: Reply, request: ModelRequest, model_name: str) -> ModelR
         message = AssistantMessage(tool_calls=tuple(reply))
     usage = Usage(
         requests=1,
-        input_tokens=_estimate_tokens(request.messages),
+        input_tokens=tally.count(request.agent_id, request.messages).tokens,
         output_tokens=len(message.content.split()) + 2 * len(message.tool_calls),
     )
     finish = "tool_calls" if message.tool_calls else "stop"
     return ModelResponse(message=message, usage=usage, model_name=model_name, finish_reason=finish)
-
-
-async def _wait(latency: float, request: ModelRequest) -> None:
-    """Wait ``latency`` seconds, or less if the run is cancelled (never blocks a thread)."""
-    if latency <= 0:
-        return
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    def release() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def on_cancel(_reason: str) -> None:
-        loop.call_soon_threadsafe(release)
-
-    unregister = request.cancellation.on_cancel(on_cancel)
-    try:
-        await asyncio.wait_for(asyncio.shield(done), latency)
-    except TimeoutError:
-        pass
-    finally:
-        unregister()
 
 
 class ScriptedModel:
@@ -86,12 +103,19 @@ class ScriptedModel:
     Args:
         replies: The replies, in order: text, `AssistantMessage`, a `ToolCall` (see `call`), a
             list of tool calls, a `ModelResponse`, or an exception to raise.
-        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep).
+        latency: Seconds each reply takes (a cancellable wait on the event loop, not a sleep), or
+            a function of the request and a seeded `random.Random` returning them. A
+            `Simulation` waits them on its virtual clock.
         per_agent: Give every agent its own place in the script, so one spec can be reused by
             many agents (children of a fan-out, a simulation's population). The place is read
             from the agent's transcript (one reply per assistant message so far), so a restored
             session, or the same spec in a new runtime, continues where the agent stands.
         name: The model's name.
+        chunk_size: Stream each reply to ``request.on_delta`` in pieces of this many characters
+            (text, then each tool call's arguments as JSON), as a streaming provider would,
+            whenever the host asks for pieces (``ref.run_stream``). None (the default): never.
+        history: How many of the latest requests `requests` keeps (None: every one, which
+            grows without bound in a long session; 0: none).
 
     Example:
         >>> model = ScriptedModel([call("add", a=1, b=2), "3"])
@@ -103,31 +127,52 @@ class ScriptedModel:
         self,
         replies: Sequence[Reply],
         *,
-        latency: float = 0.0,
+        latency: Latency = 0.0,
         per_agent: bool = False,
         name: str = "scripted",
+        chunk_size: int | None = None,
+        history: int | None = DEFAULT_HISTORY,
     ) -> None:
         self.replies = list(replies)
-        self.latency = latency
+        self.latency = check_latency(latency)
+        self._rng = random.Random(0)
         self.per_agent = per_agent
+        self.chunk_size = check_chunk_size(chunk_size)
         self._name = name
         self._lock = threading.Lock()
         self._cursors: dict[str, int] = {}
         self._raised: dict[str, int] = {}
-        self.requests: list[ModelRequest] = []
+        self._history = RequestHistory(history)
+        self._tally = TranscriptTally()
 
     @property
     def name(self) -> str:
         """The model's name."""
         return self._name
 
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """The latest requests received, oldest first (at most ``history`` of them)."""
+        return self._history.snapshot()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray copies specs to other processes by pickling: a copy gets a lock of its own.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _next(self, request: ModelRequest) -> Reply:
         key = request.agent_id if self.per_agent else ""
+        self._history.add(request)
+        # Counted outside the lock: only what is new since this agent's last request.
+        answered = self._tally.count(request.agent_id, request.messages).assistant_messages
         with self._lock:
-            self.requests.append(request)
             if self.per_agent:
                 # Every reply given became one assistant message, except scripted exceptions.
-                answered = sum(isinstance(m, AssistantMessage) for m in request.messages)
                 index = answered + self._raised.get(key, 0)
             else:
                 index = self._cursors.get(key, 0)
@@ -143,29 +188,29 @@ class ScriptedModel:
             return reply
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        """Give the next scripted reply."""
+        """Give the next scripted reply (streamed in pieces when ``chunk_size`` is set)."""
         reply = self._next(request)
-        await _wait(self.latency, request)
+        await wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
-        return _to_response(reply, request, self._name)
+        response = _to_response(reply, request, self._name, self._tally)
+        return await stream_reply(response, request, self.chunk_size)
 
     def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
-        """With no latency, answer on the agent's own thread (see `actors.InlineModel`)."""
-        if self.latency > 0:
+        """With no latency, answer on the agent's own turn (see `actors.InlineModel`).
+
+        A host that wants the reply streamed (``on_delta``) asks `request` instead.
+        """
+        if self.latency != 0.0:
             return None
-        return _to_response(self._next(request), request, self._name)
+        return _to_response(self._next(request), request, self._name, self._tally)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Ray copies specs to other processes by pickling: a copy starts with its own lock and
-        # records its own requests.
-        state = dict(self.__dict__)
-        del state["_lock"]
-        state["requests"] = []
-        return state
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return latency_of(self.latency, request, rng)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+    def respond_untimed(self, request: ModelRequest) -> ModelResponse:
+        """The reply to ``request`` at once, whatever the latency (a simulation's clock)."""
+        return _to_response(self._next(request), request, self._name, self._tally)
 
     @property
     def remaining(self) -> int:
@@ -194,134 +239,79 @@ class FunctionModel:
     """A model whose replies come from a function of the messages and tool definitions.
 
     The function may be sync or async, and returns anything a `ScriptedModel` script holds.
+    A sync function runs on a thread of its own, never on the runtime's event loop: a slow one
+    delays no other agent, and the agent's ``model_timeout`` cuts it (the thread is abandoned,
+    and never keeps the process from exiting). An async function runs on the event loop and
+    must not block it.
+
+    Args:
+        function: ``function(messages, tools)`` returns the reply (or an awaitable of it).
+        latency: Seconds each reply takes (a cancellable wait, not a sleep).
+        name: The model's name.
+        chunk_size: Stream each reply in pieces of this many characters (see `ScriptedModel`).
+        history: How many of the latest requests `requests` keeps (None: all; 0: none).
 
     Example:
         >>> echo = FunctionModel(lambda messages, tools: messages[-1].content)
     """
 
     def __init__(
-        self, function: ModelFunction, *, latency: float = 0.0, name: str = "function"
+        self,
+        function: ModelFunction,
+        *,
+        latency: Latency = 0.0,
+        name: str = "function",
+        chunk_size: int | None = None,
+        history: int | None = DEFAULT_HISTORY,
     ) -> None:
         self.function = function
-        self.latency = latency
+        self.latency = check_latency(latency)
+        self._rng = random.Random(0)
+        self.chunk_size = check_chunk_size(chunk_size)
         self._name = name
-        self.requests: list[ModelRequest] = []
+        self._history = RequestHistory(history)
+        self._tally = TranscriptTally()
 
     @property
     def name(self) -> str:
         """The model's name."""
         return self._name
 
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy pickled for another process (Ray) records its own requests.
-        return {**self.__dict__, "requests": []}
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """The latest requests received, oldest first (at most ``history`` of them)."""
+        return self._history.snapshot()
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask the function for a reply."""
-        self.requests.append(request)
-        reply = self.function(list(request.messages), list(request.tools))
+        self._history.add(request)
+        messages, tools = list(request.messages), list(request.tools)
+        if inspect.iscoroutinefunction(self.function):
+            reply: Any = self.function(messages, tools)
+        else:
+            reply = await call_off_loop(self.function, messages, tools)
         if inspect.isawaitable(reply):
             reply = await reply
-        await _wait(self.latency, request)
+        await wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
-        return _to_response(reply, request, self._name)
+        response = _to_response(reply, request, self._name, self._tally)
+        return await stream_reply(response, request, self.chunk_size)
 
+    def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
+        """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
+        return latency_of(self.latency, request, rng)
 
-class TestModel:
-    """A model that calls every tool once, with arguments made from its schema, then answers.
+    def respond_untimed(
+        self, request: ModelRequest
+    ) -> ModelResponse | Coroutine[Any, Any, ModelResponse]:
+        """The reply at once, whatever the latency (a coroutine if the function is async)."""
+        self._history.add(request)
+        reply = self.function(list(request.messages), list(request.tools))
+        if inspect.isawaitable(reply):
+            waiting = reply
 
-    The answer is the JSON of the tool results by tool name, or ``text`` if given. If the agent
-    has an output type, it calls the final-result tool with arguments made from its schema.
+            async def finish() -> ModelResponse:
+                return _to_response(await waiting, request, self._name, self._tally)
 
-    Args:
-        text: The final answer, instead of the tool results.
-        call_tools: Which tools to call (``"all"`` or a list of names).
-    """
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, *, text: str | None = None, call_tools: Sequence[str] | str = "all") -> None:
-        self.text = text
-        self.call_tools = call_tools
-        self.requests: list[ModelRequest] = []
-
-    @property
-    def name(self) -> str:
-        """The model's name."""
-        return "test"
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy pickled for another process (Ray) records its own requests.
-        return {**self.__dict__, "requests": []}
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        """Call the tools on the first request; answer once their results are in."""
-        return self._respond(request)
-
-    def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
-        """Answer on the agent's own thread (see `actors.InlineModel`)."""
-        return self._respond(request)
-
-    def _respond(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
-        final = next((t for t in request.tools if t.name == FINAL_RESULT_TOOL), None)
-        tools = [
-            t
-            for t in request.tools
-            if t.name != FINAL_RESULT_TOOL
-            and (self.call_tools == "all" or t.name in self.call_tools)
-        ]
-        if not results and tools:
-            calls = [
-                ToolCall(id=f"test-{i}", name=t.name, arguments=example_arguments(t.parameters))
-                for i, t in enumerate(tools)
-            ]
-            return _to_response(calls, request, self.name)
-        if final is not None:
-            arguments = example_arguments(final.parameters)
-            return _to_response(
-                ToolCall(id="test-final", name=final.name, arguments=arguments), request, self.name
-            )
-        if request.output_schema is not None and self.text is None:
-            # The agent wants JSON text: answer with a value made from the schema.
-            answer = json.dumps(example_arguments(request.output_schema))
-            return _to_response(answer, request, self.name)
-        if self.text is not None:
-            return _to_response(self.text, request, self.name)
-        return _to_response(
-            json.dumps({m.tool_name: m.content for m in results}), request, self.name
-        )
-
-
-def example_arguments(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A value that satisfies a (simple) JSON schema: the first enum value, 'a', 0, ..."""
-    defs = defs if defs is not None else schema.get("$defs", {})
-    if "$ref" in schema:
-        return example_arguments(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema:
-        return schema["default"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return example_arguments(schema[key][0], defs)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object" or "properties" in schema:
-        required = schema.get("required", [])
-        return {
-            name: example_arguments(sub, defs)
-            for name, sub in schema.get("properties", {}).items()
-            if name in required
-        }
-    if kind == "array":
-        minimum = schema.get("minItems", 0)
-        item = schema.get("items", {})
-        return [example_arguments(item, defs) for _ in range(minimum)]
-    return {"string": "a", "integer": 0, "number": 0.0, "boolean": False, "null": None}.get(
-        str(kind), "a"
-    )
+            return finish()
+        return _to_response(reply, request, self._name, self._tally)

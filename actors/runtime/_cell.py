@@ -31,9 +31,11 @@ from actors.loop._types import (
     Finish,
     Input,
     ModelReplied,
+    PeerMessage,
     ResumeChild,
     ResumeRun,
     RunChild,
+    SendMessage,
     StartRun,
     Steer,
     ToolFinished,
@@ -53,6 +55,7 @@ from actors.runtime._host import (
     settle,
 )
 from actors.runtime._node import AgentNode
+from actors.runtime._observer import notify_release
 
 __all__ = ["AgentCell"]
 
@@ -69,6 +72,7 @@ _INPUTS = (
     ResumeRun,
     Steer,
     ApprovalDecided,
+    PeerMessage,
 )
 
 
@@ -168,11 +172,11 @@ class AgentCell:
 
     def _store_failed(self, effects: list[Effect]) -> list[Effect]:
         """The store refused this step's events: start no tool or child whose call is unwritten."""
-        if not any(isinstance(e, CallTool | RunChild | ResumeChild) for e in effects):
+        if not any(isinstance(e, CallTool | RunChild | ResumeChild | SendMessage) for e in effects):
             return effects
         error = RunFailedError(
             f"agent {self.node.agent_id!r}: the session store could not write this "
-            "step's events, so its tools and subagents were not started; see the log"
+            "step's events, so its tools, subagents and messages were not started; see the log"
         )
         try:
             return self.loop.fail_now(error)
@@ -231,6 +235,8 @@ class AgentCell:
                     host.call_model(self, effect)
                 elif isinstance(effect, CallTool):
                     host.call_tool(self, effect)
+                elif isinstance(effect, SendMessage):
+                    host.send_peer(self, effect)
                 elif isinstance(effect, RunChild):
                     host.run_child(self, effect)
                 elif isinstance(effect, ResumeChild):
@@ -377,6 +383,7 @@ class AgentCell:
                 self.host.tell(reply.parent_id, DelegateDone(reply, None, error, Usage()))
         self.waiting.clear()
         self.persist()
+        notify_release(node, how)
         self.host.agent_stopped(node)
 
 

@@ -104,6 +104,7 @@ class EffectRunner:
         self._models: dict[int, tuple[Any, int]] = {}
         self._models_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[None]] = set()  # clients being closed: let them finish
         self._thread.start()
 
     @property
@@ -131,7 +132,12 @@ class EffectRunner:
             del self._models[id(model)]
             if self._closed:
                 return
-        self._soon(lambda: self._create_task(_close_model(model)))
+        self._soon(lambda: self._start_closing(model))
+
+    def _start_closing(self, model: Any) -> None:
+        task = self._loop.create_task(_close_model(model))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -350,6 +356,9 @@ class EffectRunner:
         self._closed = True
 
         async def drain() -> None:
+            # Clients being closed first: cancelling "every other task" would also cancel the
+            # tasks those closes start (an inner model's close under a gather).
+            await asyncio.gather(*self._closing, return_exceptions=True)
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in tasks:
                 task.cancel()

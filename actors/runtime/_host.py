@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from actors.context._result import RunResult
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent
-from actors.loop._types import AskApproval, CallModel, CallTool, Finish, ResumeChild, RunChild
+from actors.loop._types import (
+    AskApproval,
+    CallModel,
+    CallTool,
+    Finish,
+    ResumeChild,
+    RunChild,
+    SendMessage,
+)
 from actors.runtime._stream import TreeStream
 
 if TYPE_CHECKING:
@@ -211,6 +219,14 @@ class Host(Protocol):
 
     def tell(self, agent_id: str, message: Any) -> None:
         """Send ``message`` to another agent of this host (a parent), if it is still there."""
+        ...
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether a peer message to ``agent_id`` can be delivered (live, or asleep)."""
+        ...
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Deliver a logged peer message to its receiver as a `PeerMessage` input."""
         ...
 
     def child_done(self, node: AgentNode, effect: Finish) -> None:

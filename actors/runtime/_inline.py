@@ -37,9 +37,11 @@ from actors.loop._types import (
     ChildFinished,
     Finish,
     ModelReplied,
+    PeerMessage,
     ResumeChild,
     ResumeRun,
     RunChild,
+    SendMessage,
     StartRun,
     ToolFinished,
 )
@@ -106,6 +108,7 @@ class InlineHost:
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
             toolsets=self.toolsets,
+            peer_exists=self.peer_exists,
         )
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
@@ -251,6 +254,21 @@ class InlineHost:
         if agent_id in self.cells:
             self.tell(agent_id, CancelRun(reason))
 
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether an agent of this host has the id and has not stopped."""
+        cell = self.cells.get(agent_id)
+        return cell is not None and cell.node.status != "stopped"
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Queue a peer message for its receiver."""
+        sender = cell.node.agent_id
+        message = PeerMessage(effect.message_id, effect.n, sender, effect.content)
+        self.tell(effect.to, message, self.peer_delay(cell, effect))
+
+    def peer_delay(self, cell: AgentCell, effect: SendMessage) -> float:
+        """How long a peer message travels (none here; the simulator may say otherwise)."""
+        return 0.0
+
     # -- children -----------------------------------------------------------------------------
 
     def _child(
@@ -305,6 +323,7 @@ class InlineHost:
             )
             child.node.keep = effect.subagent.keep
         self.tell(effect.child_id, StartRun(effect.task, "", reply))
+        self.arm_deadline(cell, effect.child_id, reply, effect.timeout)
 
     def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
         """Route answers to a suspended child."""
@@ -314,6 +333,15 @@ class InlineHost:
             cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
             return
         self.tell(effect.child_id, ResumeRun(effect.answers, reply))
+        self.arm_deadline(cell, effect.child_id, reply, None)
+
+    def arm_deadline(
+        self, cell: AgentCell, child_id: str, reply: ParentReply, timeout: float | None
+    ) -> None:
+        """A child's run has a deadline (None: the one of its first run, when resumed).
+
+        Nothing here: no time passes on an inline host. The simulator arms it on its clock.
+        """
 
     def _delegator(self, cell: AgentCell) -> Callable[..., concurrent.futures.Future[Any]]:
         def delegate(

@@ -35,9 +35,11 @@ from actors.loop._types import (
     CancelRun,
     ChildFinished,
     Finish,
+    PeerMessage,
     ResumeChild,
     ResumeRun,
     RunChild,
+    SendMessage,
     StartRun,
 )
 from actors.models._model import Model
@@ -236,6 +238,7 @@ class LocalHost:
             limits=self.limits,
             approval_handler=node.approval_handler is not None,
             toolsets=self.toolsets,
+            peer_exists=self.peer_exists,
         )
 
     def spawn_root(
@@ -353,6 +356,27 @@ class LocalHost:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether a peer message can reach ``agent_id``: live, passivated, or starting."""
+        return self.taken(agent_id)
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Route a peer message by id; a passivated receiver is activated by it."""
+        sender = cell.node.agent_id
+        self.deliver_peer(sender, effect)
+
+    def deliver_peer(self, sender: str, effect: SendMessage) -> None:
+        """Deliver ``sender``'s logged message; a receiver gone meanwhile is logged, not fatal."""
+        try:
+            self.send(effect.to, PeerMessage(effect.message_id, effect.n, sender, effect.content))
+        except AgentStoppedError:
+            _log.warning(
+                "peer message not delivered: its receiver is gone",
+                agent_id=sender,
+                to=effect.to,
+                message_id=effect.message_id,
+            )
 
     # -- views --------------------------------------------------------------------------------
 
@@ -731,13 +755,14 @@ class LocalHost:
                 released = node.tree.store
             if not passivating:
                 node.tree.remember(Tombstone.of(node))
-            if self._closed and not self.nodes:
-                self._all_stopped.set()
+            last = self._closed and not self.nodes
         if cell is not None:
             self.effects.release(cell.loop.model)
         if released is not None and node.session_id is not None:
             self.release_session(released, node.session_id)
         self.virtual.forget(node)
+        if last:  # only now: shutdown closes the effects next, after this model's release
+            self._all_stopped.set()
 
     def shutdown(self, timeout: float) -> None:
         """Stop every agent, then the threads."""

@@ -12,6 +12,7 @@ from actors._logging import get_logger
 from actors.context._events import Event
 from actors.loop._agent import Agent
 from actors.models._model import StreamDelta
+from actors.runtime._observer import notify_event
 from actors.runtime._stream import TreeStream, to_stream_events
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class Tree:
         "last_active",
         "live",
         "lock",
+        "observed",
         "root_id",
         "session_id",
         "store",
@@ -75,6 +77,7 @@ class Tree:
         # took the same id later (a session keeps its identity across passivation).
         self.incarnation = session_id or f"tree-{next(_trees)}"
         self.ended: dict[str, Tombstone] = {}  # the agents of the tree that ended, latest last
+        self.observed: Any = None  # what the tree observer keeps for this tree (its spans)
 
     def remember(self, tombstone: Tombstone) -> None:
         """Keep how an agent of the tree ended (for tree views), the latest `MAX_ENDED` only."""
@@ -169,6 +172,7 @@ class AgentNode:
                 _log.exception("event listener failed", agent_id=self.agent_id)
         if self.tree.streams:
             self._stream(event)
+        notify_event(self, event)
 
     def publish_delta(self, delta: StreamDelta) -> None:
         """A piece of a streamed reply: streams only (deltas are never stored)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 from typing_extensions import TypeVar
@@ -232,7 +232,7 @@ class AgentRef(Generic[OutputT]):
             return future.result(timeout)
         except TimeoutError:
             self.cancel(f"timed out after {timeout} s")
-            messages: tuple[Message, ...]
+            messages: Sequence[Message]
             usage: Usage | None
             try:
                 partial = future.result(CANCEL_GRACE)

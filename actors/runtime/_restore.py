@@ -17,10 +17,13 @@ from actors.exceptions import (
 )
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
+from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, recover
 from actors.loop._subagent_calls import child_tool_context
+from actors.loop._types import SendMessage
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
+from actors.runtime._observer import current_observer, notify_restore
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
 
@@ -51,6 +54,8 @@ class RestoreHost(Protocol):
     def remember_ended(self, node: AgentNode) -> None: ...
     @property
     def toolsets(self) -> ToolsetHost | None: ...
+    def peer_exists(self, agent_id: str) -> bool: ...
+    def deliver_peer(self, sender: str, effect: SendMessage) -> None: ...
 
 
 def _spec_index(agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]]) -> dict[str, Agent[Any]]:
@@ -87,6 +92,10 @@ def restore_tree(
 
     Only the agents that come back to life (the root, every suspended agent and every kept
     child) need their specs; agents that ended are shown in the tree from their records.
+
+    A restore (not an activation, which follows an orderly passivation) sends every peer
+    message of the tree's logs again once the tree is live: a crash may have lost one between
+    its step and its delivery, and receivers ignore the ones they already heard.
     """
     if getattr(host, "exclusive", False):
         store.acquire(session_id)  # this process becomes its only writer, or nothing happens
@@ -280,9 +289,12 @@ def _restore(
                 limits=host.limits,
                 approval_handler=approval_handler is not None,
                 toolsets=host.toolsets,
+                peer_exists=host.peer_exists,
             )
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
+            if current_observer() is not None:  # parents first: a child's spans find its parent's
+                notify_restore(node, ctx.events)
             host.reserve(agent_id)
             host.start(node, loop)
             started.append(node)
@@ -290,6 +302,10 @@ def _restore(
         for node in reversed(started):  # all or nothing: no half-restored tree stays live
             host.stop_subtree(node, block=True)
         raise
+    if not activated:
+        for agent_id in nodes:
+            for send in sends_of(contexts[agent_id].events):
+                host.deliver_peer(agent_id, send)
     return nodes[stored.root_agent_id]
 
 

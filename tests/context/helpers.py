@@ -123,7 +123,7 @@ def ref_fold(state: dict[str, Any], ops: list[tuple[str, str, Any]]) -> dict[str
                 out[key] = current + value
         elif kind == "delete":
             out.pop(key, None)
-        # log_event: no metadata
+        # log_event, send: no metadata
     return out
 
 
@@ -135,6 +135,7 @@ operations = st.one_of(
     st.tuples(st.just("increment"), KEYS, st.integers(-3, 3)),
     st.tuples(st.just("delete"), KEYS, st.none()),
     st.tuples(st.just("log_event"), st.just("app.note"), json_mappings),
+    st.tuples(st.just("send"), st.sampled_from(["peer-a", "peer-b"]), st.text(max_size=4)),
 )
 
 
@@ -145,6 +146,8 @@ def build_update(ops: list[tuple[str, str, Any]]) -> ContextUpdate:
             update = update.delete(key)
         elif kind == "log_event":
             update = update.log_event(key, value)
+        elif kind == "send":
+            update = update.send(key, value)
         else:
             update = getattr(update, kind)(key, value)
     return update

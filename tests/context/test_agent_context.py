@@ -848,9 +848,19 @@ def test_updates_on_a_context_match_the_reference_model(
         else:
             ctx.apply_update(build_update(ops))
             # metadata operations first, as one context_update event; then the events in order
-            appended = [e.type for e in ctx.events[len(before["events"]) :]]
-            touches = any(op[0] != "log_event" for op in ops)
+            # metadata operations first, as one context_update event; then the events in
+            # order; then the peer messages, numbered on from the agent's earlier sends
+            new = ctx.events[len(before["events"]) :]
+            touches = any(op[0] not in ("log_event", "send") for op in ops)
             logged = [op[1] for op in ops if op[0] == "log_event"]
-            assert appended == ["context_update"] * touches + logged
+            sent = [op[1] for op in ops if op[0] == "send"]
+            assert [e.type for e in new] == (
+                ["context_update"] * touches + logged + ["message_sent"] * len(sent)
+            )
+            assert [e.data["to"] for e in new if e.type == "message_sent"] == sent
         assert ctx.metadata == expected
-    assert AgentContext.from_events(ctx.events).metadata == expected
+    rebuilt = AgentContext.from_events(ctx.events)
+    assert rebuilt.metadata == expected
+    numbers = [e.data["n"] for e in ctx.events if e.type == "message_sent"]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert rebuilt.sent_messages == ctx.sent_messages == len(numbers)

@@ -316,3 +316,37 @@ def test_folding_a_sum_is_folding_one_after_the_other(
             (a + b).fold(state, warn_dropped_events=False)
     else:
         assert (a + b).fold(state, warn_dropped_events=False) == expected
+
+
+# -- peer messages --------------------------------------------------------------------------
+
+
+def test_send_touches_no_metadata_and_round_trips_its_wire_form() -> None:
+    update = ContextUpdate().set("a", 1).send("bob", "hello")
+    assert [op.op for op in update] == ["set", "send"]
+    assert [(s.to, s.content) for s in update.sends] == [("bob", "hello")]
+    assert ContextUpdate().send("bob", "x").touches_metadata is False
+    assert update.fold({}, warn_dropped_events=False) == {"a": 1}
+    assert ContextUpdate.from_json(update.to_json()) == update
+    assert update.to_json()[1] == {"op": "send", "to": "bob", "content": "hello"}
+
+
+def test_a_bare_fold_warns_that_messages_are_not_sent() -> None:
+    with capture_logs() as logs:
+        ContextUpdate().send("bob", "hi").fold({})
+    assert [log["receivers"] for log in logs if "receivers" in log] == [["bob"]]
+
+
+@pytest.mark.parametrize(("to", "content"), [("", "x"), (None, "x"), (3, "x"), ("bob", 1)])
+def test_send_needs_an_id_and_text(to: Any, content: Any) -> None:
+    with pytest.raises(InvalidUpdateError, match="send"):
+        ContextUpdate().send(to, content)
+
+
+def test_apply_update_numbers_each_send_after_the_agents_earlier_ones() -> None:
+    ctx = AgentContext("alice")
+    ctx.apply_update(ContextUpdate().send("bob", "one"))
+    events = ctx.apply_update(ContextUpdate().log_event("app.x").send("carol", "two"))
+    assert [e.type for e in events] == ["app.x", "message_sent"]
+    assert events[1].data == {"message_id": "alice:2", "n": 2, "to": "carol", "content": "two"}
+    assert AgentContext.from_events(ctx.events, agent_id="alice").sent_messages == 2

@@ -24,10 +24,12 @@ FLOORS: dict[str, int] = {
     "loop": 3,
     "runtime": 4,
     "ray": 5,
+    "sim": 4,  # a host, like the runtime it builds on
     "testing": 5,
     "mcp": 5,
     "__init__": 5,
     "trace": 6,
+    "otel": 6,
     "cli": 7,
 }
 

@@ -23,6 +23,7 @@ ALLOWED = {
     "actors.context._cancel",
     "actors._logging",
     "actors.context._messages",
+    "actors.context._message_view",
     "actors.models._model",
     "actors.context._usage",
     "actors.exceptions",

@@ -15,13 +15,18 @@ from actors import (
     Agent,
     ContextUpdate,
     LoggedEvent,
+    Message,
+    ModelSettings,
     RunContext,
     RunResult,
     Runtime,
     Subagent,
     configure_logging,
+    keep_last_turns,
     tool,
 )
+from actors.exceptions import ModelRetry
+from actors.models import FallbackModel
 from actors.testing import ScriptedModel
 
 
@@ -66,15 +71,30 @@ def narrow(deps: Deps) -> Deps:
     return Deps(user_id=deps.user_id)
 
 
+def warm_enough(ctx: RunContext[Deps], output: Weather) -> Weather:
+    """An output validator: typed like a tool's context."""
+    if output.celsius < -90:
+        raise ModelRetry("Colder than anywhere on Earth; check again.")
+    return output
+
+
+def recent(ctx: RunContext[Deps], messages: list[Message]) -> list[Message]:
+    """A history processor."""
+    return messages[-10:]
+
+
 helper = Agent("helper", model=ScriptedModel([]))
 agent: Agent[Weather] = Agent(
     "weather",
-    model=ScriptedModel([]),
+    model=FallbackModel(ScriptedModel([]), "openai:gpt-4o-mini"),
     system_prompt="You report the weather.",
     instructions=instructions,
     output_type=Weather,
     tools=[remember, count],
     subagents=[Subagent(helper, tool_context=narrow)],
+    output_validators=[warm_enough],
+    history_processors=[keep_last_turns(3), recent],
+    model_settings=ModelSettings(native_output=True),
 )
 
 

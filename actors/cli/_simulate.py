@@ -1,0 +1,165 @@
+"""``actors simulate MODULE:WORLD``: run a world in a `Simulation`, export what happened."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from actors.cli._errors import CliError
+from actors.cli._target import _import_file, _import_module, _is_path, _split
+from actors.sim import Simulation
+
+__all__ = ["add_parser", "load_world", "simulate"]
+
+_HINT = "write MODULE:WORLD, where WORLD(sim, **params) builds the world onto the simulation"
+
+
+def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
+    """Add ``actors simulate`` to the command parser."""
+    parser = commands.add_parser(
+        "simulate",
+        parents=[parent],
+        help="run a simulation world on a virtual clock and export its log, series and chart",
+        description=(
+            "Import WORLD from MODULE (a module or a path/to/file.py), build it onto a "
+            "Simulation of the given seed, run it until the given virtual time, and write "
+            "to DIR: events.jsonl (the whole event log, in delivery order), series.csv (and "
+            "series.parquet with pyarrow), chart.svg of the collected series, summary.json."
+        ),
+    )
+    parser.add_argument("target", metavar="MODULE:WORLD", help="the world function")
+    parser.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    parser.add_argument(
+        "--until", type=float, default=None, help="virtual seconds to run (default: until idle)"
+    )
+    parser.add_argument("--out", metavar="DIR", default="sim-out", help="where to write")
+    parser.add_argument(
+        "--param",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="a parameter for WORLD (VALUE read as JSON, else as text); repeatable",
+    )
+    parser.set_defaults(handler=simulate)
+
+
+def load_world(target: str) -> Callable[..., Any]:
+    """Import ``MODULE:WORLD`` and return the world function.
+
+    Raises:
+        CliError: The module or function is missing, or it is not callable.
+    """
+    module_name, attr = _split(target)
+    module = (
+        _import_file(Path(module_name)) if _is_path(module_name) else _import_module(module_name)
+    )
+    value = getattr(module, attr, None)
+    if value is None or not callable(value):
+        raise CliError(f"{target} does not name a function", _HINT, code=2)
+    return value  # type: ignore[no-any-return]
+
+
+def _params(pairs: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name.isidentifier():
+            raise CliError(f"--param {pair!r} is not NAME=VALUE", "e.g. --param agents=100", code=2)
+        try:
+            params[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name] = raw
+    return params
+
+
+class _Progress:
+    """A one-line progress bar on a terminal; a few plain lines otherwise."""
+
+    def __init__(self, until: float | None, stream: Any) -> None:
+        self.until = until
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.last = -1
+        self.began = time.perf_counter()
+
+    def __call__(self, now: float) -> None:
+        if not self.until:
+            return
+        percent = min(100, int(now / self.until * 100))
+        if percent == self.last or (not self.tty and percent % 25 and percent != 100):
+            return
+        self.last = percent
+        bar = "#" * (percent // 4) + "-" * (25 - percent // 4)
+        text = f"[{bar}] {percent:3d}%  t={now:g}/{self.until:g}"
+        if self.tty:
+            self.stream.write("\r" + text)
+            if percent == 100:
+                self.stream.write("\n")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """``actors simulate``."""
+    world = load_world(args.target)
+    params = _params(args.param)
+    out = Path(args.out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} is a file", "name a folder (it is created if missing)", code=2)
+    out.mkdir(parents=True, exist_ok=True)
+    sim = Simulation(seed=args.seed)
+    try:
+        world(sim, **params)
+    except TypeError as exc:
+        raise CliError(f"{args.target} could not build the world: {exc}", _HINT, code=2) from exc
+    began = time.perf_counter()
+    sim.run(until=args.until, progress=_Progress(args.until, sys.stderr))
+    wall = time.perf_counter() - began
+    written = [out / "events.jsonl", out / "series.csv", out / "chart.svg", out / "summary.json"]
+    sim.export_jsonl(written[0])
+    table = sim.rows()
+    table.to_csv(written[1])
+    table.to_svg(written[2], title=f"{args.target} (seed {args.seed})")
+    if importlib.util.find_spec("pyarrow") is not None:
+        table.to_parquet(out / "series.parquet")
+        written.append(out / "series.parquet")
+    if importlib.util.find_spec("matplotlib") is not None:
+        written.append(_png(table, out / "chart.png"))
+    summary = {**sim.summary(), "wall_s": round(wall, 3), "params": params}
+    written[3].write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    steps_per_s = sim.steps / wall if wall > 0 else 0.0
+    print(
+        f"simulated {sim.now:g} virtual s in {wall:.2f} s: {summary['agents']} agents, "
+        f"{sim.steps} steps ({steps_per_s:,.0f}/s), {summary['events']} events"
+    )
+    if table.rows:
+        last = table.rows[-1]
+        values = ", ".join(f"{k}={v}" for k, v in last.items() if k != "time")
+        print(f"last sample (t={last['time']:g}): {values}")
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _png(table: Any, path: Path) -> Path:
+    importlib.import_module("matplotlib").use("Agg")
+    pyplot = importlib.import_module("matplotlib.pyplot")
+
+    figure, axes = pyplot.subplots(figsize=(8, 4.5))
+    times = table.column("time")
+    for name in table.columns[1:]:
+        values = table.column(name)
+        if all(isinstance(v, int | float) for v in values):
+            axes.plot(times, values, label=name)
+    axes.set_xlabel("time (virtual seconds)")
+    axes.legend()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+    return path

@@ -1,0 +1,376 @@
+"""`SimHost`: the inline host with a virtual clock, seeded randomness and a world's events.
+
+It is `InlineHost` (agents on the calling thread, one queue ordered by (time, sequence)) with
+durations: a model's reply arrives after its latency, a tool's result after its duration, a
+peer message after its delay, a child's deadline and a run's deadline at their time. The
+clock never waits: when nothing is runnable now it jumps to the next scheduled thing. Event
+timestamps are read from it, and every random draw (latencies, durations) comes from one
+generator seeded by the simulation, in the one order the queue gives, so a seed gives the same
+bytes in any process.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import inspect
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from actors.context._events import Event
+from actors.exceptions import AgentStoppedError, UserError
+from actors.loop._agent import Agent, Subagent
+from actors.loop._loop import TreeLimits
+from actors.loop._outcome import outcome_of_error
+from actors.loop._types import (
+    CallModel,
+    CallTool,
+    ModelReplied,
+    SendMessage,
+    ToolFinished,
+)
+from actors.models._model import Model
+from actors.runtime._cell import AgentCell
+from actors.runtime._host import Ask, ExpireRun, ParentReply
+from actors.runtime._inline import InlineHost
+from actors.runtime._tombstone import TreeNode
+
+__all__ = ["Duration", "SimHost", "WorldCall"]
+
+Duration = float | Mapping[str, float] | Callable[[str, Mapping[str, Any], random.Random], float]
+"""How long a tool call takes in virtual seconds: one number, a number per tool name, or a
+function of the tool's name, its arguments and the simulation's random source."""
+
+Delay = float | Callable[[str, str, random.Random], float]
+"""How long a peer message travels: seconds, or a function of (sender, receiver, rng)."""
+
+
+@dataclass(eq=False, slots=True)
+class WorldCall:
+    """A function of the world to call at a time (every ``period`` seconds, if given)."""
+
+    function: Callable[[], Any]
+    period: float | None = None
+    name: str = ""
+    cancelled: bool = False  # a recurring call that is no longer wanted
+
+
+def _seconds(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise UserError(f"{what} must be seconds (a number >= 0), got {value!r}")
+    return float(value)
+
+
+class SimHost(InlineHost):
+    """An `InlineHost` whose effects take virtual time.
+
+    Args:
+        seed: Seeds the random source of latencies and durations.
+        start: The datetime of virtual time 0 (event timestamps are ``start + now``).
+        limits: Tree limits.
+        default_model: The model of specs that name none.
+        tool_duration: How long tool calls take.
+        message_delay: How long peer messages travel.
+        record: Keep every event of every agent, in delivery order (for exports).
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | str,
+        start: datetime,
+        limits: TreeLimits | None,
+        default_model: Model | None,
+        tool_duration: Duration,
+        message_delay: Delay,
+        record: bool,
+    ) -> None:
+        super().__init__(clock=self.stamp, limits=limits, default_model=default_model)
+        self.start = start
+        self._stamp_at = 0.0
+        self._stamp = start
+        self.rng = random.Random(f"actors-sim:{seed}")
+        self.tool_duration = tool_duration
+        self.message_delay = message_delay
+        self.record = record
+        self.log: list[tuple[str, Event]] = []
+        self.horizon: float | None = None  # handle nothing scheduled after this time
+        self.driving = 0  # nesting depth of drive(): blocking calls are refused inside
+        self.steps = 0  # model requests answered (agent-steps)
+        self.delivered = 0  # messages handled
+        self._pending = 0  # queued items that are not recurring world calls
+        self._run_timeouts: dict[str, float] = {}
+        self.on_tick: Callable[[], None] | None = None
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def stamp(self) -> datetime:
+        """The datetime of the virtual now (every event's ``created_at``)."""
+        if self.now != self._stamp_at:
+            self._stamp_at = self.now
+            self._stamp = self.start + timedelta(seconds=self.now)
+        return self._stamp
+
+    def schedule(self, when: float, call: WorldCall) -> None:
+        """Call a function of the world at virtual time ``when``."""
+        if call.period is None:
+            self._pending += 1
+        heapq.heappush(self._queue, (when, next(self._seq), "", call))
+
+    # -- the queue ----------------------------------------------------------------------------
+
+    def add(self, node: Any, context: Any) -> AgentCell:
+        """Host a fresh agent; its events join the simulation's log as they are appended."""
+        if self.record:
+            agent_id = node.agent_id
+            log = self.log
+            context.subscribe(lambda event: log.append((agent_id, event)))
+        return super().add(node, context)
+
+    def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
+        """Queue a message for an agent, ``delay`` virtual seconds from now."""
+        queued = len(self._queue)
+        super().tell(agent_id, message, delay)
+        if len(self._queue) > queued:
+            self._pending += 1
+
+    def drive(self, until: Callable[[], bool] | None, horizon: float | None) -> None:
+        """Handle what is queued, in order, until ``until()`` holds or nothing is left.
+
+        With a ``horizon``, nothing scheduled after it is handled and the clock ends there
+        (recurring world calls go on until it); without one, the drive ends when only
+        recurring world calls are left.
+        """
+        outer = self.horizon
+        self.horizon = horizon if outer is None or horizon is None else min(horizon, outer)
+        self.driving += 1
+        thresholds = gc.get_threshold()
+        if self.driving == 1:
+            # A simulation allocates millions of small objects that live long (its agents'
+            # logs): with the default thresholds the collector rescans them all, over and over,
+            # and takes half the time. Collect far less often while driving; put it back after.
+            gc.set_threshold(max(thresholds[0], 50_000), max(thresholds[1], 20), thresholds[2])
+        try:
+            self.pump(until)
+        finally:
+            if self.driving == 1:
+                gc.set_threshold(*thresholds)
+            self.driving -= 1
+            reached = self.horizon
+            self.horizon = outer
+        if (
+            reached is not None
+            and (until is None or not until())
+            and self.now < reached
+            and (not self._queue or self._queue[0][0] > reached)
+        ):
+            self.now = reached
+
+    def _next(self) -> tuple[str, Any] | None:
+        for index, (agent_id, message) in enumerate(self._held):
+            if agent_id not in self._busy:
+                del self._held[index]
+                return agent_id, message
+        queue = self._queue
+        while queue:
+            when = queue[0][0]
+            horizon = self.horizon
+            if horizon is None:
+                if self._pending == 0:
+                    return None  # only recurring world calls: nothing will ever happen
+            elif when > horizon:
+                return None
+            when, _, agent_id, message = heapq.heappop(queue)
+            if type(message) is WorldCall:
+                if message.period is None:
+                    self._pending -= 1
+                elif message.cancelled:
+                    continue
+                self.now = max(self.now, when)
+                self._call_world(message)
+                continue
+            self._pending -= 1
+            if type(message) is ExpireRun and self._stale(agent_id, message):
+                continue  # the run ended before its deadline: the clock does not move for it
+            self.now = max(self.now, when)
+            if agent_id in self._busy:
+                self._held.append((agent_id, message))
+                continue
+            self.delivered += 1
+            return agent_id, message
+        return None
+
+    def _stale(self, agent_id: str, message: ExpireRun) -> bool:
+        cell = self.cells.get(agent_id)
+        return cell is None or not any(w is message.reply for w in cell.waiting)
+
+    def _call_world(self, call: WorldCall) -> None:
+        if call.period is not None:
+            heapq.heappush(self._queue, (self.now + call.period, next(self._seq), "", call))
+        call.function()
+        if self.on_tick is not None:
+            self.on_tick()
+
+    # -- effects on virtual time -------------------------------------------------------------
+
+    def call_model(self, cell: AgentCell, effect: CallModel) -> None:
+        """Answer now; the reply arrives after the model's latency (or its timeout)."""
+        agent_id = cell.node.agent_id
+        model = cell.loop.model
+        self.steps += 1
+        latency_for = getattr(model, "latency_for", None)
+        try:
+            delay = (
+                _seconds(latency_for(effect.request, self.rng), "a latency") if latency_for else 0.0
+            )
+        except Exception as exc:
+            self.tell(agent_id, ModelReplied(effect.run_id, effect.step, error=exc))
+            return
+        timeout = effect.timeout
+        if timeout is not None and delay > timeout:
+            error = TimeoutError(f"model request timed out after {timeout:g} s")
+            self.tell(agent_id, ModelReplied(effect.run_id, effect.step, error=error), timeout)
+            return
+        self.tell(agent_id, self._reply_now(cell, effect), delay)
+
+    def _reply_now(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
+        respond = getattr(cell.loop.model, "respond_untimed", None)
+        if respond is None:
+            return self.model_reply(cell, effect)
+        try:
+            response = respond(effect.request)
+            if inspect.isawaitable(response):
+                response = self.run_coroutine(_awaited(response))
+        except Exception as exc:
+            return ModelReplied(effect.run_id, effect.step, error=exc)
+        return ModelReplied(effect.run_id, effect.step, response=response)
+
+    def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
+        """Run the tool now; its result arrives after its duration (or its timeout)."""
+        agent_id = cell.node.agent_id
+        try:
+            duration = self._duration(effect)
+        except Exception as exc:
+            self.tell(agent_id, ToolFinished(effect.run_id, effect.call.id, outcome_of_error(exc)))
+            return
+        timeout = effect.timeout
+        if timeout is not None and duration > timeout:
+            # It would still be running at its deadline: it never ran, as far as the world
+            # knows (a deterministic stand-in for a thread abandoned at its timeout).
+            outcome = outcome_of_error(TimeoutError(), timeout)
+            self.tell(agent_id, ToolFinished(effect.run_id, effect.call.id, outcome), timeout)
+            return
+        self.tell(agent_id, self.tool_outcome(cell, effect), duration)
+
+    def _duration(self, effect: CallTool) -> float:
+        spec = self.tool_duration
+        name = effect.call.name
+        if callable(spec):
+            return _seconds(spec(name, effect.arguments, self.rng), "a tool duration")
+        if isinstance(spec, Mapping):
+            return _seconds(spec.get(name, 0.0), f"the duration of tool {name!r}")
+        return spec
+
+    def peer_delay(self, cell: AgentCell, effect: SendMessage) -> float:
+        """How long this message travels (the simulation's ``message_delay``)."""
+        delay = self.message_delay
+        if callable(delay):
+            return _seconds(delay(cell.node.agent_id, effect.to, self.rng), "a message delay")
+        return delay
+
+    # -- children's deadlines ------------------------------------------------------------
+
+    def arm_deadline(
+        self, cell: AgentCell, child_id: str, reply: ParentReply, timeout: float | None
+    ) -> None:
+        """The child's run is cancelled at its deadline on the virtual clock, if still running."""
+        if timeout is None:  # resumed: the deadline of its first run, again
+            timeout = self._run_timeouts.get(child_id)
+            if timeout is None:
+                child = self.cells.get(child_id)
+                if child is None:
+                    return
+                timeout = _subagent_timeout(cell.node.spec, child.node.spec)
+        self._run_timeouts[child_id] = timeout
+        self.tell(child_id, ExpireRun(reply, timeout), timeout)
+
+    # -- what refs ask ----------------------------------------------------------------------------
+
+    def live(self, agent_id: str) -> AgentCell:
+        """The cell of a live agent; `AgentStoppedError` if there is none."""
+        cell = self.cells.get(agent_id)
+        if cell is None or cell.node.status == "stopped":
+            raise AgentStoppedError(f"agent {agent_id!r} is not running in this simulation")
+        return cell
+
+    def send(self, agent_id: str, message: Any, incarnation: str | None = None) -> None:
+        """Queue a message for a live agent (a ref's run, resume, steer or cancel)."""
+        self.live(agent_id)
+        self.tell(agent_id, message)
+
+    def ask(
+        self, agent_id: str, message: Any, timeout: float = 0.0, incarnation: str | None = None
+    ) -> Any:
+        """Answer a question (a `Query`) from the agent's state now."""
+        cell = self.cells.get(agent_id)
+        if cell is None:
+            raise AgentStoppedError(f"agent {agent_id!r} is not in this simulation")
+        if isinstance(message, Ask):
+            message = message.message
+        return cell.receive(message)
+
+    def status_of(self, agent_id: str, tree: Any = None) -> str:
+        """The agent's status (``stopped`` for an id this simulation does not hold)."""
+        cell = self.cells.get(agent_id)
+        return cell.node.status if cell is not None else "stopped"
+
+    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback`` with each event the agent appends."""
+        listeners = self.live(agent_id).node.listeners
+        listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in listeners:
+                listeners.remove(callback)
+
+        return unsubscribe
+
+    def tree_of(self, agent_id: str, tree: Any = None) -> TreeNode:
+        """The hierarchy under ``agent_id``."""
+        cell = self.cells.get(agent_id)
+        if cell is None:
+            raise AgentStoppedError(f"agent {agent_id!r} is not in this simulation")
+        node = cell.node
+        return TreeNode(
+            node.agent_id,
+            node.name,
+            node.parent_id,
+            node.status,
+            node.step,
+            node.tool,
+            tuple(self.tree_of(child) for child in node.children if child in self.cells),
+        )
+
+    def stop_agent(self, agent_id: str) -> None:
+        """Stop an agent and its descendants (a run in progress fails)."""
+        cell = self.cells.get(agent_id)
+        if cell is None or cell.node.status == "stopped":
+            return
+        cell.release("stopped")
+        cell.node.status = "stopped"
+        for child in list(cell.node.children):
+            self.stop_agent(child)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _subagent_timeout(parent: Agent[Any], child: Agent[Any]) -> float:
+    for subagent in parent.subagent_map.values():
+        if subagent.agent is child:
+            return subagent.timeout
+    return Subagent(child).timeout

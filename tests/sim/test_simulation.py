@@ -1,0 +1,315 @@
+"""The simulator as its users drive it: virtual time, the world, series, exports, bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from actors import Agent, ContextUpdate, ModelRequest, RunContext, Subagent
+from actors.exceptions import AgentStoppedError, RunTimeoutError, UserError
+from actors.sim import SimRef, Simulation
+from actors.testing import FunctionModel, ScriptedModel, TestModel, call
+
+
+def noted(ctx: RunContext[Any], text: str) -> str:
+    """Note something.
+
+    Args:
+        text: What.
+    """
+    return f"noted {text}"
+
+
+def tell(ctx: RunContext[Any], to: str, text: str) -> tuple[str, ContextUpdate]:
+    """Tell another agent.
+
+    Args:
+        to: Its id.
+        text: The message.
+    """
+    return "sent", ContextUpdate().send(to, text)
+
+
+# -- the clock ------------------------------------------------------------------------------
+
+
+def test_a_models_latency_moves_the_virtual_clock_and_stamps_the_events() -> None:
+    start = datetime(2030, 5, 1, tzinfo=UTC)
+    sim = Simulation(seed=3, start=start, tool_duration={"noted": 4.0})
+    model = ScriptedModel([call("noted", text="x"), "ok"], latency=2.5)
+    ref = sim.spawn(Agent("a", model=model, tools=[noted]))
+    result = ref.run("go")
+    assert result.output == "ok"
+    assert sim.now == 2.5 + 4.0 + 2.5
+    assert sim.time == start + timedelta(seconds=9.0)
+    stamps = {e.type: e.created_at for e in result.events}
+    assert stamps["turn_start"] == start
+    assert stamps["tool_call"] == start + timedelta(seconds=2.5)
+    assert stamps["tool_result"] == start + timedelta(seconds=6.5)
+
+
+def test_a_latency_function_draws_from_the_seed() -> None:
+    def latency(request: ModelRequest, rng: random.Random) -> float:
+        return rng.uniform(1.0, 10.0)
+
+    def elapsed(seed: int) -> float:
+        sim = Simulation(seed=seed)
+        sim.spawn(Agent("a", model=ScriptedModel(["x"], latency=latency))).run("go")
+        return sim.now
+
+    assert elapsed(1) == elapsed(1)
+    assert elapsed(1) != elapsed(2)
+    assert 1.0 <= elapsed(1) <= 10.0
+
+
+def test_the_clock_jumps_to_the_next_thing_and_run_until_stops_there() -> None:
+    sim = Simulation()
+    seen: list[float] = []
+    sim.at(100.0, lambda: seen.append(sim.now))
+    sim.at(5.0, lambda: seen.append(sim.now))
+    assert sim.run(until=50.0) == 50.0
+    assert seen == [5.0]
+    assert sim.run() == 100.0  # nothing recurring: runs until nothing is left
+    assert seen == [5.0, 100.0]
+
+
+def test_recurring_calls_run_until_the_horizon_only() -> None:
+    sim = Simulation()
+    ticks: list[float] = []
+    sim.every(10.0, lambda: ticks.append(sim.now))
+    sim.run(until=35.0)
+    assert ticks == [0.0, 10.0, 20.0, 30.0]
+    assert sim.run() == 35.0  # only recurring calls left: nothing more happens
+
+
+def test_a_model_slower_than_its_timeout_fails_the_run_at_the_timeout() -> None:
+    sim = Simulation()
+    ref = sim.spawn(Agent("a", model=ScriptedModel(["x"], latency=90.0), model_timeout=30.0))
+    with pytest.raises(Exception, match="timed out after 30 s"):
+        ref.run("go")
+    assert sim.now == 30.0
+
+
+def test_a_tool_longer_than_its_timeout_never_runs_and_times_out() -> None:
+    ran: list[str] = []
+
+    def slow(ctx: RunContext[Any]) -> str:
+        """Slow."""
+        ran.append("yes")
+        return "done"
+
+    sim = Simulation(tool_duration=lambda name, args, rng: 100.0)
+    model = ScriptedModel([call("slow"), "gave up"])
+    ref = sim.spawn(Agent("a", model=model, tools=[slow], tool_timeout=20.0))
+    result = ref.run("go")
+    assert result.messages[-2].content == "Tool timed out after 20 s"
+    assert ran == []
+    assert sim.now == 20.0
+
+
+def test_a_subagent_deadline_runs_on_virtual_time() -> None:
+    sleepy = Agent("sleepy", model=ScriptedModel(["late"], latency=500.0))
+    boss = Agent(
+        "boss",
+        model=ScriptedModel([call("sleepy", task="wake"), "gave up"]),
+        subagents=[Subagent(sleepy, timeout=30.0)],
+    )
+    sim = Simulation()
+    result = sim.spawn(boss).run("go")
+    assert "timed out after 30 s" in result.messages[-2].content
+    assert sim.now == 30.0
+    assert sim.run() == 500.0  # the abandoned reply still arrives (and is discarded)
+
+
+def test_a_runs_deadline_is_virtual_and_cancels_the_run() -> None:
+    sim = Simulation()
+    ref = sim.spawn(Agent("a", model=ScriptedModel(["late"], latency=60.0)))
+    with pytest.raises(RunTimeoutError, match="within 10 virtual s"):
+        ref.run("go", timeout=10.0)
+    assert sim.now == 10.0
+    assert ref.status == "idle"
+
+
+# -- refs -----------------------------------------------------------------------------------
+
+
+def test_spawn_gives_an_agent_ref_with_the_runtime_api() -> None:
+    from actors import AgentRef
+
+    sim = Simulation()
+    ref = sim.spawn(Agent("a", model=TestModel(text="hi")))
+    assert isinstance(ref, AgentRef)
+    assert isinstance(ref, SimRef)
+    assert sim.spawn(Agent("a", model=TestModel())).agent_id == "a-2"
+    assert ref.run("one").output == "hi"
+    future = ref.run_async("two")
+    assert not future.done()
+    assert future.result().output == "hi"
+    assert [m.content for m in ref.context().messages][-2:] == ["two", "hi"]
+    assert ref.tree().agent_id == "a"
+    events = list(ref.run_stream("three"))
+    assert type(events[-1]).__name__ == "RunEnded"
+    seen: list[str] = []
+    stop = ref.subscribe(lambda event: seen.append(event.type))
+    ref.run("four")
+    stop()
+    assert "turn_end" in seen
+    ref.stop()
+    assert ref.status == "stopped"
+    with pytest.raises(AgentStoppedError):
+        ref.run("five")
+
+
+def test_blocking_calls_inside_the_simulation_are_refused_with_a_way_out() -> None:
+    sim = Simulation()
+    ref = sim.spawn(Agent("a", model=TestModel(text="hi")))
+    errors: list[Exception] = []
+
+    def world_event() -> None:
+        try:
+            ref.run("inside")
+        except UserError as exc:
+            errors.append(exc)
+        ref.run_async("fine")
+
+    sim.at(1.0, world_event)
+    sim.run()
+    assert "run_async()" in str(errors[0])
+    assert ref.context().messages[-1].content == "hi"
+
+
+# -- peers ----------------------------------------------------------------------------------
+
+
+def test_a_peer_message_starts_a_turn_of_an_idle_receiver_or_waits_with_queue() -> None:
+    sim = Simulation(message_delay=3.0)
+    runner = sim.spawn(Agent("runner", model=ScriptedModel(["on it"], latency=1.0)))
+    queued = sim.spawn(Agent("queued", model=ScriptedModel(["later"]), on_message="queue"))
+    sender = Agent(
+        "sender",
+        model=ScriptedModel(
+            [[call("tell", to="runner", text="go"), call("tell", to="queued", text="wait")], "ok"]
+        ),
+        tools=[tell],
+    )
+    sim.spawn(sender).run("start")
+    sim.run()
+    assert sim.now == 4.0  # sent at 0, arrived at 3, answered at 4
+    runner_log = [e.type for e in runner.context().events]
+    assert runner_log[:3] == ["message_received", "user_message", "turn_start"]
+    assert runner.context().messages[-1].content == "on it"
+    queued_types = [e.type for e in queued.context().events]
+    assert queued_types == ["message_received", "user_message"]
+    assert queued.run("now?").output == "later"
+
+
+# -- the world and its series ----------------------------------------------------------------
+
+
+def test_collected_series_become_rows_csv_and_a_dataframe() -> None:
+    sim = Simulation()
+    counter = {"n": 0}
+    sim.every(1.0, lambda: counter.update(n=counter["n"] + 1))
+    sim.collect("n", lambda: counter["n"], every=2.0)
+    sim.collect("half", lambda: counter["n"] / 2, every=4.0)
+    sim.run(until=4.0)
+    table = sim.rows()
+    assert table.columns == ["time", "n", "half"]
+    assert table.column("time") == [0.0, 2.0, 4.0]
+    assert table.column("half")[1] is None
+    text = table.to_csv()
+    assert text.splitlines()[0] == "time,n,half"
+    pytest.importorskip("pandas")
+    frame = table.to_dataframe()
+    # at one time, calls run in the order they were scheduled: the counter's first tick (at
+    # 0) before the first sample; later, the sample (rescheduled first) before the tick
+    assert list(frame["n"]) == [1, 2, 4]
+
+
+def test_parquet_export_round_trips(tmp_path: Any) -> None:
+    pyarrow = pytest.importorskip("pyarrow.parquet")
+    sim = Simulation()
+    sim.collect("x", lambda: sim.now * 2, every=5.0)
+    sim.run(until=10.0)
+    sim.rows().to_parquet(tmp_path / "rows.parquet")
+    assert pyarrow.read_table(tmp_path / "rows.parquet").to_pydict()["x"] == [0.0, 10.0, 20.0]
+
+
+def test_export_jsonl_writes_every_event_in_delivery_order(tmp_path: Any) -> None:
+    sim = Simulation(seed=5)
+    a = sim.spawn(Agent("a", model=ScriptedModel(["one"], latency=2.0)))
+    b = sim.spawn(Agent("b", model=ScriptedModel(["two"], latency=1.0)))
+    sim.at(0.0, lambda: (a.run_async("x"), b.run_async("y")))
+    sim.run()
+    path = tmp_path / "log.jsonl"
+    count = sim.export_jsonl(path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == count == len(sim.events)
+    stamps = [line["created_at"] for line in lines]
+    assert stamps == sorted(stamps)  # delivery order is time order
+    ends = [line["agent_id"] for line in lines if line["type"] == "turn_end"]
+    assert ends == ["b", "a"]
+    assert set(lines[0]) == {"agent_id", "seq", "type", "created_at", "data"}
+    buffer = io.StringIO()
+    sim.export_jsonl(buffer)
+    assert buffer.getvalue() == path.read_text()
+
+
+def test_a_function_model_and_parallel_delegation_give_seeded_ids() -> None:
+    def ask(messages: list[Any], tools: list[Any]) -> Any:
+        return "fine"
+
+    sim = Simulation(seed=1)
+    ref = sim.spawn(Agent("a", model=FunctionModel(ask, latency=1.0)))
+    assert ref.run("go").output == "fine"
+    assert sim.now == 1.0
+    first = call("x").id
+    Simulation(seed=1)
+    assert call("x").id == first  # a new simulation of the same seed: the same ids again
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Simulation(seed=1.5),  # type: ignore[arg-type]
+        lambda: Simulation(start=datetime(2025, 1, 1)),
+        lambda: Simulation(tool_duration=-1.0),
+        lambda: Simulation(tool_duration={"search": -2.0}),
+        lambda: Simulation(message_delay="soon"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_arguments_are_user_errors(make: Any) -> None:
+    with pytest.raises(UserError):
+        make()
+
+
+def test_bad_schedules_are_user_errors_and_change_nothing() -> None:
+    sim = Simulation()
+    sim.run(until=10.0)
+    with pytest.raises(UserError, match="before now"):
+        sim.run(until=5.0)
+    with pytest.raises(UserError, match="period > 0"):
+        sim.every(0, lambda: None)
+    with pytest.raises(UserError, match="function"):
+        sim.at(1.0, "not callable")  # type: ignore[arg-type]
+    sim.collect("x", lambda: 1)
+    with pytest.raises(UserError, match="collected already"):
+        sim.collect("x", lambda: 2)
+    with pytest.raises(UserError, match="other than 'time'"):
+        sim.collect("time", lambda: 2)
+    sim.spawn(Agent("a", model=TestModel()), agent_id="a")
+    with pytest.raises(UserError, match="taken"):
+        sim.spawn(Agent("a", model=TestModel()), agent_id="a")
+    with pytest.raises(UserError, match="no column"):
+        sim.rows().column("nope")
+    quiet = Simulation(record_events=False)
+    with pytest.raises(UserError, match="record_events"):
+        quiet.export_jsonl(io.StringIO())

@@ -1,0 +1,107 @@
+"""`sweep` over seeds and parameters, and ``actors simulate`` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from actors.exceptions import UserError
+from actors.sim import sweep
+
+from .worlds import counter
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+@pytest.mark.timeout(120)
+def test_sweep_runs_every_seed_and_combination_in_processes_and_matches_one_process() -> None:
+    params = {"agents": [1, 2], "latency": [1.0]}
+    table = sweep(counter, seeds=[1, 2], params=params, until=180.0, processes=2)
+    assert table.columns[:3] == ["seed", "agents", "latency"]
+    assert [(r["seed"], r["agents"]) for r in table] == [(1, 1), (2, 1), (1, 2), (2, 2)]
+    assert [r["count"] for r in table] == [3, 3, 6, 6]
+    jitter = table.column("jitter")
+    assert jitter[0] != jitter[1]  # seeds differ
+    inline = sweep(counter, seeds=[1, 2], params=params, until=180.0, processes=1)
+    assert inline.rows == table.rows  # the same table whatever the number of processes
+
+
+def test_sweep_all_rows_and_bad_input() -> None:
+    table = sweep(counter, seeds=[3], until=120.0, rows="all", processes=1)
+    assert table.column("time") == [0.0, 60.0, 120.0]
+    with pytest.raises(UserError, match="at least one seed"):
+        sweep(counter, seeds=[])
+    with pytest.raises(UserError, match="non-empty list"):
+        sweep(counter, seeds=[1], params={"agents": 3})  # type: ignore[dict-item]
+    with pytest.raises(UserError, match="pickled"):
+        sweep(lambda sim: None, seeds=[1, 2], processes=2)
+
+
+def actors_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "actors.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+
+
+@pytest.mark.timeout(120)
+def test_actors_simulate_writes_the_log_series_chart_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = actors_cli(
+        "simulate",
+        str(HERE / "worlds.py") + ":counter",
+        "--seed",
+        "4",
+        "--until",
+        "300",
+        "--param",
+        "agents=2",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "simulated 300 virtual s" in done.stdout
+    assert "last sample (t=300): count=10" in done.stdout
+    assert "100%" in done.stderr  # the progress bar reached the end
+    lines = (out / "events.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["agent_id"] == "bumper"
+    assert (out / "series.csv").read_text().splitlines()[0] == "time,count,jitter"
+    svg = (out / "chart.svg").read_text()
+    assert svg.startswith("<svg")
+    assert ">count<" in svg
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["seed"] == 4
+    assert summary["agents"] == 2
+    assert summary["params"] == {"agents": 2}
+    actors_cli(
+        "simulate", str(HERE / "worlds.py") + ":counter", "--seed", "4", "--until", "300",
+        "--param", "agents=2", "--out", str(tmp_path / "again"), cwd=tmp_path,
+    )  # fmt: skip
+    assert (tmp_path / "again" / "events.jsonl").read_bytes() == (out / "events.jsonl").read_bytes()
+
+
+def test_actors_simulate_names_what_is_wrong(tmp_path: Path) -> None:
+    missing = actors_cli("simulate", "nowhere.py:world", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "no file" in missing.stderr
+    bad = actors_cli("simulate", str(HERE / "worlds.py") + ":counter", "--param", "x", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "NAME=VALUE" in bad.stderr
+    wrong = actors_cli(
+        "simulate", str(HERE / "worlds.py") + ":not_a_world", "--param", "a=1", cwd=tmp_path
+    )
+    assert wrong.returncode == 2
+    assert "could not build the world" in wrong.stderr
