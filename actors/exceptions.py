@@ -11,7 +11,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── ToolDefinitionError         a function that cannot become a tool
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
     │   ├── ToolContextReadOnlyError    a tool tried to change its (read-only) tool_context
-    │   └── UnknownRequestError         an answer for a request that is not open
+    │   ├── UnknownRequestError         an answer for a request that is not open
+    │   └── WireError                   a value that must cross to another process cannot
     ├── RunError                        a run ended without an answer; carries the partial work
     │   ├── LimitExceededError          a limit of the agent was hit
     │   │   ├── MaxIterationsExceeded
@@ -21,6 +22,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── RunTimeoutError             the run outlived its timeout and was cancelled
     │   ├── RunCancelledError           the run was cancelled
     │   └── RunFailedError              the model or the runtime failed during the run
+    │       └── HostLostError           the process hosting the agent died during the run
     ├── ModelError                      a model could not give a reply
     │   ├── ModelHTTPError              the provider answered with an error status
     │   │   └── ModelAuthenticationError
@@ -62,6 +64,7 @@ __all__ = [
     "Cancelled",
     "CorruptStoreError",
     "DatabaseNotFoundError",
+    "HostLostError",
     "InvalidUpdateError",
     "LimitExceededError",
     "MaxIterationsExceeded",
@@ -92,6 +95,7 @@ __all__ = [
     "UnknownRequestError",
     "UsageLimitExceeded",
     "UserError",
+    "WireError",
 ]
 
 
@@ -144,6 +148,14 @@ class ToolContextReadOnlyError(UserError, TypeError):
 
 class UnknownRequestError(UserError):
     """An answer was given for a request id that is not open (unknown or already answered)."""
+
+
+class WireError(UserError):
+    """A value that must cross to another process cannot be pickled.
+
+    Raised by `actors.ray.RayRuntime` before anything starts, naming the value (an agent
+    spec, a ``tool_context``, a store) and what in it did not pickle.
+    """
 
 
 class RunError(ActorsError):
@@ -199,6 +211,15 @@ class RunCancelledError(RunError):
 
 class RunFailedError(RunError):
     """The model or the runtime failed during the run; ``__cause__`` holds the failure."""
+
+
+class HostLostError(RunFailedError):
+    """The process hosting the agent (a Ray agent host) died while the run was in flight.
+
+    What the run did before is in its log; what was in flight has an unknown outcome (a tool
+    may have run). The host is restarted and the agent is activated from its store for the
+    next run; a subagent's parent gets this error as the subagent call's result.
+    """
 
 
 class ModelError(ActorsError):

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench                 # everything, peers included (from the repo root)
     .venv/bin/python -m bench --quick         # tiny sizes: checks that it all runs
-    .venv/bin/python -m bench --no-peers      # actors only
+    .venv/bin/python -m bench --no-peers      # actors only (RayRuntime's section needs ray)
 
 Each section runs in a fresh interpreter (a crash or a leak in one cannot skew another) and
 writes its figures to a temporary JSON file. The peers run in their own venv,
@@ -411,6 +411,7 @@ def render(results: dict[str, Any]) -> str:
             )
     else:
         lines.append(f"| store | failed: {store.get('error')} | | | | |")
+    lines += ray_rows(s.get("ray") or {"error": "not run"})
 
     lines += ["", "### Per-run overhead: one tool call, then an answer (scripted model)", ""]
     lines += [f"| framework | sequential | {width} at once, per run | sequential, ÷ actors |"]
@@ -507,6 +508,24 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ray_rows(ray: dict[str, Any]) -> list[str]:
+    """The summary's rows for RayRuntime (bench/cluster.py)."""
+    if "error" in ray:
+        return [f"| RayRuntime | failed: {ray['error']} | | | | |"]
+    raw, hop = ray["raw_call_s"], ray["hop_s"]
+    fan, hosted = ray["fanout"], ray["per_host"]
+    return [
+        f"| Ray: hop to an agent on a host (`ref.status`) | {fmt_time(hop)} "
+        f"| raw Ray actor call {fmt_time(raw)} | {ratio(hop, raw)} | <= 1.3x raw call "
+        f"| {verdict(hop / raw <= 1.3)} |",
+        f"| Ray: fan-out, {fan['children']:,} spread children over {fan['hosts'] - 1} hosts, "
+        f"{fmt_time(fan['latency_s'])} model wait | {fmt_time(fan['wall_s'])} wall "
+        f"| ideal {fmt_time(fan['latency_s'])} | overlap {fan['overlap']:.0f}x | - | - |",
+        f"| Ray: idle agents on one host | {hosted['rss_per_agent_bytes'] / 1024:.1f} KiB each "
+        f"({hosted['live']:,} agents) | - | - | - | - |",
+    ]
+
+
 def header(results: dict[str, Any]) -> str:
     m = results["machine"]
     load = results.get("load") or {}
@@ -554,6 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
+    sections["ray"] = actors_section("cluster", args.quick, timeout=600)
     if peer_figures is not None:
         sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     done = subprocess.run(
@@ -20,13 +20,13 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=170,
     )
     assert done.returncode == 0, done.stderr[-2000:]
 
     results = json.loads(out.read_text())
     sections = results["sections"]
-    for name in ("imports", "overhead", "fanout", "growth", "scale", "virtual", "sim"):
+    for name in ("imports", "overhead", "fanout", "growth", "scale", "virtual", "sim", "ray"):
         assert "error" not in sections[name], (name, sections[name])
     overhead = sections["overhead"]
     assert 0 < overhead["raw_ask_s"] < 0.1
@@ -42,9 +42,16 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert growth["runtime_ratio"] > 0
     assert growth["inline_ratio"] > 0
     assert "peers" not in sections
+    ray = sections["ray"]
+    assert 0 < ray["raw_call_s"] < 1.0
+    assert 0 < ray["hop_s"] < 1.0
+    assert ray["fanout"]["finished"] == ray["fanout"]["children"]
+    assert ray["fanout"]["wall_s"] >= ray["fanout"]["latency_s"]
+    assert ray["per_host"]["live"] == ray["per_host"]["agents"]
 
     report = done.stdout
     assert "| message hop" in report
+    assert "| Ray: hop to an agent on a host" in report
     sim = sections["sim"]
     assert sim["steps"]["steps"] == 2 * sim["steps"]["agents"] * sim["steps"]["rounds"]
     assert sim["sweep"]["rows"] == sim["sweep"]["seeds"]

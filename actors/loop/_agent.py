@@ -19,9 +19,11 @@ from actors.loop._toolset import Toolset
 from actors.models._model import Model, ModelSettings
 
 __all__ = [
+    "PLACEMENTS",
     "Agent",
     "HistoryProcessor",
     "OutputValidator",
+    "Placement",
     "Subagent",
     "UsageLimits",
     "validator_name",
@@ -35,6 +37,11 @@ OutputValidator = Callable[[RunContext[Any], Any], Any]
 
 HistoryProcessor = Callable[[RunContext[Any], list[Message]], list[Message]]
 """``processor(ctx, messages)``: the messages to send the model instead (sync, quick, pure)."""
+
+Placement = Literal["parent", "spread"]
+"""Where a child is started by a host that spans processes: with its parent, or elsewhere."""
+
+PLACEMENTS: tuple[Placement, ...] = ("parent", "spread")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,10 @@ class Subagent:
             is spawned (and again when a session is restored), so keep it a quick selection,
             such as ``lambda deps: {"search": deps["search"]}``. A function that raises
             leaves the child unstarted, and the parent's model gets an error result.
+        placement: Where a host that spans processes (`actors.ray.RayRuntime`) starts the
+            child: ``"parent"`` on its parent's host, ``"spread"`` on another host; None (the
+            default) leaves it to the runtime (``RayRuntime(placement=...)``, ``"parent"``
+            unless set). A host of one process (`Runtime`) runs every child with its parent.
     """
 
     agent: Agent[Any]
@@ -84,6 +95,7 @@ class Subagent:
     timeout: float = 300.0
     keep: bool = False
     tool_context: Callable[[Any], Any] | None = None
+    placement: Placement | None = None
 
     @property
     def tool_name(self) -> str:
@@ -295,6 +307,11 @@ def _normalize_subagents(
             )
         if entry.timeout <= 0:
             raise AgentDefinitionError(f"agent {parent!r}: subagent timeouts must be positive")
+        if entry.placement is not None and entry.placement not in PLACEMENTS:
+            raise AgentDefinitionError(
+                f"agent {parent!r}: subagent {entry.tool_name!r} has placement "
+                f"{entry.placement!r}; use one of {list(PLACEMENTS)}"
+            )
         if entry.tool_context is not None and not callable(entry.tool_context):
             raise AgentDefinitionError(
                 f"agent {parent!r}: subagent {entry.tool_name!r} takes tool_context=a function "

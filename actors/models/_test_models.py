@@ -155,6 +155,16 @@ class ScriptedModel:
         """The latest requests received, oldest first (at most ``history`` of them)."""
         return self._history.snapshot()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray copies specs to other processes by pickling: a copy gets a lock of its own.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _next(self, request: ModelRequest) -> Reply:
         key = request.agent_id if self.per_agent else ""
         self._history.add(request)

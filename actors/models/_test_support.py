@@ -172,6 +172,10 @@ class RequestHistory:
     def __init__(self, limit: int | None) -> None:
         self._items: deque[ModelRequest] = deque(maxlen=check_history(limit))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy pickled for another process (Ray ships specs) records its own requests.
+        return (RequestHistory, (self._items.maxlen,))
+
     def add(self, request: ModelRequest) -> None:
         self._items.append(request)  # deque appends are atomic: models answer on many threads
 
@@ -214,6 +218,10 @@ class TranscriptTally:
         self._seen: OrderedDict[str, tuple[tuple[int, int, int], Tally]] = OrderedDict()
         self._limit = agents
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy pickled for another process starts counting afresh (it sees other requests).
+        return (TranscriptTally, (self._limit,))
 
     def count(self, agent_id: str, messages: Sequence[Message]) -> Tally:
         if not isinstance(messages, MessageView) or messages.origin is None:

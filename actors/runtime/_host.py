@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._result import RunResult
 from actors.context._usage import Usage
-from actors.loop._agent import Agent
+from actors.loop._agent import Agent, Subagent
 from actors.loop._types import (
     AskApproval,
     CallModel,
@@ -31,6 +31,7 @@ from actors.loop._types import (
 from actors.runtime._stream import TreeStream
 
 if TYPE_CHECKING:
+    from actors.loop._loop import AgentLoop
     from actors.runtime._cell import AgentCell
     from actors.runtime._node import AgentNode
 
@@ -45,6 +46,7 @@ __all__ = [
     "OpenStream",
     "ParentReply",
     "Passivate",
+    "Peers",
     "Query",
     "Reply",
     "settle",
@@ -233,4 +235,25 @@ class Host(Protocol):
 
     def agent_stopped(self, node: AgentNode) -> None:
         """The agent's cell was released: it no longer counts as live."""
+        ...
+
+
+class Peers(Protocol):
+    """The other hosts of a host that is one of many (Ray's agent hosts).
+
+    A `LocalHost` consults it for what is not its own: where a new child starts, and where a
+    message to an agent it does not hold goes. Without one, a host runs every agent itself.
+    """
+
+    def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
+        """Start a new child on another host if the placement says so.
+
+        Called before the child's first events are written. Returns the stand-in that takes the
+        place of the child's actor here (``tell``, ``stop``, ``is_alive``, ``ask``, like a
+        pykka ``ActorRef``), or None to start the child on this host.
+        """
+        ...
+
+    def send(self, agent_id: str, message: Any) -> bool:
+        """Deliver ``message`` to an agent of another host; False if no host holds it."""
         ...

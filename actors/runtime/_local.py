@@ -52,6 +52,7 @@ from actors.runtime._host import (
     DelegateReply,
     ExpireRun,
     ParentReply,
+    Peers,
     settle,
 )
 from actors.runtime._mailbox import Dispatcher
@@ -79,6 +80,7 @@ class LocalHost:
         clock: Where event timestamps come from.
         idle_after: Seconds after which an idle agent with a store is passivated, or None.
         default_model: The model of specs that name none.
+        peers: The other hosts, when this host is one of many (see `Peers`), or None.
     """
 
     def __init__(
@@ -90,8 +92,10 @@ class LocalHost:
         clock: Clock,
         idle_after: float | None,
         default_model: Model | None = None,
+        peers: Peers | None = None,
     ) -> None:
         self.limits = limits
+        self.peers = peers
         self.clock = clock
         self.default_model = default_model
         self.effects = EffectRunner(max_tool_threads)
@@ -173,8 +177,11 @@ class LocalHost:
 
     # -- starting agents ------------------------------------------------------------------------
 
-    def start(self, node: AgentNode, loop: AgentLoop) -> None:
+    def start(self, node: AgentNode, loop: AgentLoop, stand_in: Any = None) -> None:
         """Write the agent's first events, then start its actor (fresh, or restored).
+
+        A ``stand_in`` (from `Peers.place`) takes the place of the actor of a child that runs
+        on another host.
 
         Raises:
             UserError: the host is shut down.
@@ -194,27 +201,31 @@ class LocalHost:
                 self._reserved.discard(node.agent_id)
                 node.status = "stopped"
                 raise UserError("this runtime is shut down; create a new Runtime")
-            actor_box: list[pykka.ActorRef[Any]] = []
+            if stand_in is not None:
+                node.ref = stand_in
+            else:
+                actor_box: list[pykka.ActorRef[Any]] = []
 
-            def deliver(message: Any) -> None:
-                # From effect threads. An agent stopped meanwhile has nobody left to tell.
-                with contextlib.suppress(pykka.ActorDeadError):
-                    actor_box[0].tell(message)
+                def deliver(message: Any) -> None:
+                    # From effect threads. An agent stopped meanwhile has nobody left to tell.
+                    with contextlib.suppress(pykka.ActorDeadError):
+                        actor_box[0].tell(message)
 
-            cell = AgentCell(self, node, loop, deliver)
-            observe = self.virtual.observe if self.virtual.idle_after is not None else None
-            ref = AgentActor.start(self.dispatcher, cell, observe)
-            actor_box.append(ref)
-            node.ref = ref
+                cell = AgentCell(self, node, loop, deliver)
+                observe = self.virtual.observe if self.virtual.idle_after is not None else None
+                ref = AgentActor.start(self.dispatcher, cell, observe)
+                actor_box.append(ref)
+                node.ref = ref
+                self.cells[node.agent_id] = cell
             self.nodes[node.agent_id] = node
-            self.cells[node.agent_id] = cell
             self._reserved.discard(node.agent_id)
             if node.parent_id is None and node.tree.store is not None and node.session_id:
                 self.sessions[node.session_id] = (node.tree.store, node.agent_id)
             if not node.counted:
                 node.tree.live += 1
                 node.counted = True
-        self.effects.retain(loop.model)
+        if stand_in is None:
+            self.effects.retain(loop.model)
 
     def new_loop(self, node: AgentNode, context: AgentContext) -> AgentLoop:
         """The state machine of a fresh agent."""
@@ -338,6 +349,8 @@ class LocalHost:
                     return
                 except pykka.ActorDeadError:
                     pass  # stopped meanwhile (it may be passivating): look again
+        if self.peers is not None and self.peers.send(agent_id, message):
+            return
         raise AgentStoppedError(
             f"agent {agent_id!r} is not running; spawn it again or restore its session"
         )
@@ -527,7 +540,12 @@ class LocalHost:
                 )
                 return
             child = self._spawn_child(
-                parent, effect.child_id, effect.subagent.agent, effect.metadata, effect.tool_context
+                parent,
+                effect.child_id,
+                effect.subagent.agent,
+                effect.metadata,
+                effect.tool_context,
+                effect.subagent,
             )
             child.keep = effect.subagent.keep
         else:
@@ -551,8 +569,9 @@ class LocalHost:
         spec: Agent[Any],
         metadata: Mapping[str, Any],
         tool_context: Any,
+        subagent: Subagent | None = None,
     ) -> AgentNode:
-        """Start a child whose tree slot is claimed already."""
+        """Start a child whose tree slot is claimed already (here, or where `Peers` places it)."""
         context = AgentContext(
             child_id,
             name=spec.name,
@@ -579,7 +598,9 @@ class LocalHost:
             parent.children.append(child_id)
             self._reserved.add(child_id)
         try:
-            self.start(child, self.new_loop(child, context))
+            loop = self.new_loop(child, context)
+            stand_in = self.peers.place(child, loop, subagent) if self.peers is not None else None
+            self.start(child, loop, stand_in)
         except BaseException:
             with self.lock:
                 parent.tree.live -= 1

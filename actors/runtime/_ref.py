@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 from typing_extensions import TypeVar
 
@@ -30,6 +30,25 @@ __all__ = ["AgentRef", "RunFuture", "TreeNode"]
 OutputT = TypeVar("OutputT", default=Any)
 
 CANCEL_GRACE = 5.0
+
+
+class _Passivates(Protocol):
+    def passivate(self, agent_id: str, timeout: float) -> bool: ...
+
+
+class RefHost(Protocol):
+    """What an `AgentRef` asks of the host it addresses (`LocalHost`, or Ray's driver side)."""
+
+    @property
+    def virtual(self) -> _Passivates: ...
+    def send(self, agent_id: str, message: Any, incarnation: str | None = None) -> None: ...
+    def ask(
+        self, agent_id: str, message: Any, timeout: float, incarnation: str | None = None
+    ) -> Any: ...
+    def status_of(self, agent_id: str, tree: Tree | None = None) -> str: ...
+    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]: ...
+    def tree_of(self, agent_id: str, tree: Tree | None = None) -> TreeNode: ...
+    def stop_agent(self, agent_id: str) -> None: ...
 
 
 class RunFuture(Generic[OutputT]):
@@ -75,7 +94,7 @@ class AgentRef(Generic[OutputT]):
 
     def __init__(
         self,
-        host: LocalHost,
+        host: RefHost,
         agent_id: str,
         *,
         name: str,

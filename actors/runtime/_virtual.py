@@ -49,6 +49,10 @@ _log = get_logger("actors.runtime")
 ASK_TIMEOUT = 10.0
 
 
+def _WAKE() -> None:
+    """A job that does nothing: it wakes the thread to look at new candidates."""
+
+
 @dataclass(eq=False, slots=True)
 class Dormant:
     """A tree out of memory (or being put there): how to wake it, and what waits for it."""
@@ -101,6 +105,7 @@ class Passivation:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._stopping: set[str] = set()  # agents stopping to be passivated
+        self._asleep = False  # the thread waits with no timeout (no candidate was due)
 
     # -- what the host asks -------------------------------------------------------------------
 
@@ -142,6 +147,9 @@ class Passivation:
         if idle:
             self._candidates.append((now, node.tree.root_id))
             self._ensure_thread()
+            if self._asleep:  # the thread waits for nothing in particular: it has work now
+                self._asleep = False
+                self._jobs.put(_WAKE)
 
     def drop(self, agent_id: str) -> None:
         """Forget a dormant tree (``ref.stop`` of one of its agents); it stays in its store."""
@@ -181,12 +189,15 @@ class Passivation:
 
     def _run(self) -> None:
         while True:
-            timeout: float | None = None
+            timeout: float | None = None  # nothing is due: sleep until a job or a candidate
             if self._candidates and self.idle_after is not None:
                 due = self._candidates[0][0] + self.idle_after
                 timeout = max(0.0, due - time.monotonic())
-            elif self.idle_after is not None:
-                timeout = self.idle_after
+            else:
+                self._asleep = True
+                if self._candidates:  # one came in as the flag went up: look again
+                    self._asleep = False
+                    continue
             try:
                 job = self._jobs.get(timeout=timeout)
             except queue.Empty:
@@ -194,7 +205,8 @@ class Passivation:
             else:
                 if job is None:
                     return
-            if job is not None:
+            self._asleep = False
+            if job is not None and job is not _WAKE:
                 try:
                     job()
                 except Exception:

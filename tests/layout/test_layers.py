@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "store": 2,
     "loop": 3,
     "runtime": 4,
+    "ray": 5,
     "sim": 4,  # a host, like the runtime it builds on
     "testing": 5,
     "mcp": 5,

@@ -108,3 +108,15 @@ def main() -> None:
         assert_type(result, RunResult[Weather])
         if result.output is not None:
             assert_type(result.output.celsius, float)
+
+
+def on_ray() -> None:
+    """The same program on Ray: the same refs, the same types."""
+    from actors import Subagent
+    from actors.ray import RayRuntime
+
+    lead: Agent[str] = Agent("lead", subagents=[Subagent(agent, placement="spread")])
+    with RayRuntime(hosts=2) as runtime:
+        ref = runtime.spawn(agent, tool_context=Deps(user_id=1))
+        assert_type(ref.run("Weather in Paris?"), RunResult[Weather])
+        assert_type(runtime.spawn(lead).run("go"), RunResult[str])

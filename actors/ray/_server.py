@@ -1,0 +1,429 @@
+"""`HostServer`: what one agent host does, apart from being a Ray actor.
+
+It runs an in-process `LocalHost` (pooled mailboxes, an asyncio loop for model calls, a tool
+pool) for the agents of this host, with `HostPeers` as its `Peers`: children placed on other
+hosts, and answers to parents that live elsewhere. It opens each store once, turns a tree's
+``tool_context`` into this host's (``tool_context_factory``), and holds the outboxes the driver
+pulls stream and subscription events from.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from actors._logging import get_logger
+from actors.context._agent_context import AgentContext
+from actors.context._events import system_clock
+from actors.exceptions import AgentStoppedError
+from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._types import ResumeRun, StartRun
+from actors.models._model import Model
+from actors.ray._lost import close_lost
+from actors.ray._outbox import Outbox, OutboxStream
+from actors.ray._peers import HostPeers
+from actors.ray._remote_child import Adopt, RemoteChild
+from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed, portable_error
+from actors.runtime._host import HostReply, OpenStream, Query
+from actors.runtime._local import LocalHost
+from actors.runtime._node import AgentNode, Tree
+from actors.runtime._restore import restore_tree
+from actors.runtime._stream import StreamEvent
+from actors.runtime._tombstone import TreeNode
+from actors.store._protocol import SessionStore
+
+__all__ = ["HostConfig", "HostServer"]
+
+_log = get_logger("actors.ray")
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """How every agent host of a `RayRuntime` is set up (it travels to each host).
+
+    Attributes:
+        limits: Tree limits.
+        workers: Mailbox worker threads per host.
+        max_tool_threads: Threads for blocking tools per host.
+        default_model: The model of specs that name none.
+        placement: Where children go whose `Subagent` names no placement.
+        tool_context_factory: Turns a tree's ``tool_context`` into the object its tools see on
+            this host, or None to use it as it arrived.
+    """
+
+    limits: TreeLimits
+    workers: int
+    max_tool_threads: int
+    default_model: Model | None
+    placement: str
+    tool_context_factory: Callable[[Any], Any] | None
+
+
+class HostServer:
+    """One agent host's agents, stores and outboxes.
+
+    Args:
+        index: This host's index among the runtime's hosts.
+        names: The Ray actor names of all hosts.
+        namespace: Their Ray namespace.
+        config: The runtime's host configuration.
+    """
+
+    def __init__(
+        self, index: int, names: tuple[str, ...], namespace: str, config: HostConfig
+    ) -> None:
+        self.index = index
+        self.config = config
+        self.peers = HostPeers(self, names, namespace, config.placement)
+        self.local = LocalHost(
+            limits=config.limits,
+            workers=config.workers,
+            max_tool_threads=config.max_tool_threads,
+            clock=system_clock,
+            idle_after=None,
+            default_model=config.default_model,
+            peers=self.peers,
+        )
+        # The hosts of a runtime write a session together (a spread child's host writes its
+        # own agents' logs): none of them holds it alone (`SessionStore.acquire`).
+        self.local.exclusive = False
+        self._lock = threading.Lock()
+        self._stores: dict[str, SessionStore] = {}
+        self.seeds: dict[str, TreeSeed] = {}  # by the id of the root of a tree on this host
+        self._contexts: dict[str, Any] = {}  # what the tools of each such tree see here
+        self.parent_hosts: dict[str, int] = {}  # adopted child id -> its parent's host
+        self.outboxes: dict[str, Outbox] = {}
+        self._unsubscribe: dict[str, Callable[[], None]] = {}
+
+    # -- trees --------------------------------------------------------------------------------
+
+    def store_of(self, recipe: StoreRecipe | None) -> SessionStore | None:
+        """This host's instance of a store (opened once)."""
+        if recipe is None:
+            return None
+        with self._lock:
+            store = self._stores.get(recipe.key)
+            if store is None:
+                store = self._stores[recipe.key] = recipe.open()
+            return store
+
+    def tool_context(self, seed: TreeSeed) -> Any:
+        """What the tools of a tree that arrived here see as ``tool_context``."""
+        factory = self.config.tool_context_factory
+        if factory is None or seed.narrowed:
+            return seed.tool_context
+        return factory(seed.tool_context)
+
+    def seed_of(self, tree: Tree) -> TreeSeed:
+        """The seed of a tree of this host (for a child it sends elsewhere)."""
+        seed = self.seeds.get(tree.root_id)
+        assert seed is not None, f"no seed for tree {tree.root_id!r}"
+        return seed
+
+    def context_of(self, tree: Tree) -> Any:
+        """The ``tool_context`` this host built for a tree.
+
+        A child whose ``tool_context`` is another object was narrowed by its `Subagent`.
+        """
+        return self._contexts.get(tree.root_id)
+
+    def _remember(self, root_id: str, seed: TreeSeed, context: Any) -> None:
+        with self._lock:
+            self.seeds[root_id] = seed
+            self._contexts[root_id] = context
+            if len(self.seeds) > 64 and len(self.seeds) > 2 * len(self.local.nodes):
+                with self.local.lock:
+                    alive = set(self.local.nodes)
+                for key in [k for k in self.seeds if k not in alive and k != root_id]:
+                    del self.seeds[key]
+                    self._contexts.pop(key, None)
+                for key in [k for k in self.parent_hosts if k not in alive]:
+                    del self.parent_hosts[key]
+
+    def spawn(
+        self, agent_id: str, spec: Agent[Any], seed: TreeSeed, metadata: dict[str, Any]
+    ) -> RootInfo:
+        """Start a root agent under the id the driver chose."""
+        local = self.local
+        local.reserve(agent_id)
+        context = self.tool_context(seed)
+        node = local.spawn_root(
+            spec,
+            agent_id=agent_id,
+            tool_context=context,
+            metadata=metadata,
+            store=self.store_of(seed.store),
+            session_id=seed.session_id,
+            approval_handler=seed.approval_handler,
+        )
+        self._remember(agent_id, dataclasses.replace(seed, session_id=node.session_id), context)
+        return RootInfo(agent_id, node.name, node.session_id)
+
+    def restore(self, session_id: str, specs: Sequence[Agent[Any]], seed: TreeSeed) -> RootInfo:
+        """Rebuild a stored tree here (see `Runtime.restore`)."""
+        store = self.store_of(seed.store)
+        assert store is not None
+        context = self.tool_context(seed)
+        node = restore_tree(
+            self.local,
+            session_id,
+            store=store,
+            agents=list(specs),
+            tool_context=context,
+            approval_handler=seed.approval_handler,
+        )
+        self._remember(node.agent_id, seed, context)
+        return RootInfo(node.agent_id, node.name, session_id)
+
+    def adopt(self, child_id: str, adopt: Adopt) -> None:
+        """Start a child whose parent lives on another host (its first events are stored)."""
+        seed = adopt.seed
+        tree = Tree(
+            child_id,
+            store=self.store_of(seed.store),
+            session_id=seed.session_id,
+            approval_handler=seed.approval_handler,
+        )
+        tree.next_position(after=adopt.position)  # its descendants come after it
+        context = AgentContext.deserialize(adopt.context, clock=self.local.clock)
+        context.max_iterations = adopt.spec.max_iterations
+        node = AgentNode(
+            child_id,
+            adopt.spec.name,
+            adopt.path[-2],
+            adopt.depth,
+            adopt.spec,
+            self.tool_context(seed),
+            tree,
+            path=adopt.path,
+            position=adopt.position,
+            saved_status="idle",
+        )
+        loop = AgentLoop(
+            adopt.spec,
+            context,
+            model=self.local.resolve_model(adopt.spec),
+            tool_context=node.tool_context,
+            depth=adopt.depth,
+            limits=self.local.limits,
+            approval_handler=seed.approval_handler is not None,
+        )
+        self._remember(child_id, seed, node.tool_context)
+        self.parent_hosts[child_id] = adopt.parent_host
+        self.local.reserve(child_id)
+        self.local.start(node, loop)
+
+    # -- the driver's messages ------------------------------------------------------------------
+
+    def run(
+        self, agent_id: str, incarnation: str | None, kind: str, payload: Any, stream: str | None
+    ) -> concurrent.futures.Future[Any]:
+        """Start (``kind="run"``) or resume a run; the future holds its `Outcome`.
+
+        With ``stream``, the run's events go to that outbox, which closes with the outcome.
+        """
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        message = (
+            StartRun(payload, "", HostReply(future))
+            if kind == "run"
+            else ResumeRun(payload, HostReply(future))
+        )
+        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        closer: list[Callable[[], None]] = []
+        outbox = self.outbox(stream) if stream is not None else None
+        try:
+            if outbox is not None:
+                self.local.send(agent_id, OpenStream(OutboxStream(outbox), closer), incarnation)
+            self.local.send(agent_id, message, incarnation)
+        except AgentStoppedError:
+            if outbox is not None:
+                outbox.close(Missing(agent_id))
+            answer.set_result(Missing(agent_id))
+            return answer
+
+        def done(ended: concurrent.futures.Future[Any]) -> None:
+            error = ended.exception()
+            outcome = Outcome(error=portable_error(error)) if error else Outcome(ended.result())
+            for close in closer:
+                close()
+            if outbox is not None:
+                outbox.close(outcome)
+            answer.set_result(outcome)
+
+        future.add_done_callback(done)
+        return answer
+
+    def tell(self, agent_id: str, incarnation: str | None, message: Any) -> Outcome | Missing:
+        """Deliver a message (cancel, steer) to an agent of this host."""
+        try:
+            self.local.send(agent_id, message, incarnation)
+        except AgentStoppedError:
+            return Missing(agent_id)
+        return Outcome()
+
+    def query(
+        self, agent_id: str, incarnation: str | None, what: str
+    ) -> concurrent.futures.Future[Any]:
+        """Ask an agent (``context``, ``status``, ``idle``) in its own turn."""
+        from actors.runtime._host import Ask
+
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            self.local.send(agent_id, Ask(Query(what), future), incarnation)
+        except AgentStoppedError:
+            answer.set_result(Missing(agent_id))
+            return answer
+
+        def done(asked: concurrent.futures.Future[Any]) -> None:
+            error = asked.exception()
+            answer.set_result(
+                Outcome(error=portable_error(error)) if error else Outcome(asked.result())
+            )
+
+        future.add_done_callback(done)
+        return answer
+
+    def holds(self, agent_id: str) -> bool:
+        """Whether an agent of this id lives on this host (not as a stand-in)."""
+        with self.local.lock:
+            return agent_id in self.local.cells
+
+    def status(self, agent_id: str) -> Outcome | Missing:
+        """An agent's status."""
+        if not self.holds(agent_id):
+            return Missing(agent_id)
+        return Outcome(self.local.status_of(agent_id))
+
+    def tree(self, agent_id: str) -> tuple[TreeNode, dict[str, int]] | Missing:
+        """The tree under an agent, and which of its nodes are children on other hosts."""
+        if not self.holds(agent_id):
+            return Missing(agent_id)
+        view = self.local.tree_of(agent_id)
+        remote: dict[str, int] = {}
+        with self.local.lock:
+            for item in view.walk():
+                node = self.local.nodes.get(item.agent_id)
+                if node is not None and isinstance(node.ref, RemoteChild):
+                    remote[item.agent_id] = node.ref.host
+        return view, remote
+
+    def stop(self, agent_id: str) -> None:
+        """Stop an agent and its descendants."""
+        self.local.stop_agent(agent_id)
+
+    def forget(self, session_id: str, under: str | None) -> int:
+        """Stop this host's agents of a session (under one agent), whose tree lost its host."""
+        with self.local.lock:
+            doomed = [
+                node
+                for node in self.local.nodes.values()
+                if node.tree.session_id == session_id
+                and (under is None or under in node.path)
+                and node.parent_id not in self.local.nodes
+            ]
+        for node in doomed:
+            self.local.stop_subtree(node, block=True)
+        return len(doomed)
+
+    def recover_lost(self, node: AgentNode, then: Callable[[], None]) -> None:
+        """A child's host died: close its subtree's interrupted runs in the store, then ``then``.
+
+        Runs on its own thread: first every other host stops what it still runs of that
+        subtree (spread grandchildren, whose results have nowhere to go), then the logs are
+        recovered as a restore recovers them.
+        """
+        store, session_id = node.tree.store, node.tree.session_id
+
+        def work() -> None:
+            import ray
+
+            try:
+                if store is not None and session_id is not None:
+                    calls = [
+                        self.peers.call(i, "forget", session_id, node.agent_id)
+                        for i in range(len(self.peers.names))
+                        if i != self.index
+                    ]
+                    ray.wait(calls, num_returns=len(calls), timeout=30)
+                    close_lost(store, session_id, node.agent_id)
+            except Exception:
+                _log.exception("could not close a lost subtree", agent_id=node.agent_id)
+            finally:
+                then()
+
+        threading.Thread(target=work, name="actors-ray-recover", daemon=True).start()
+
+    # -- streams and subscriptions --------------------------------------------------------------
+
+    def outbox(self, key: str) -> Outbox:
+        """The outbox of ``key`` (made on first use by either side)."""
+        with self._lock:
+            box = self.outboxes.get(key)
+            if box is None:
+                box = self.outboxes[key] = Outbox()
+            return box
+
+    def take(self, key: str) -> tuple[list[Any], concurrent.futures.Future[None] | None]:
+        """What an outbox holds, or a future set when it holds something."""
+        box = self.outbox(key)
+        items, waiter = box.take()
+        if items and box.finished:
+            with self._lock:
+                self.outboxes.pop(key, None)
+        return items, waiter
+
+    def subscribe(self, agent_id: str, key: str) -> Outcome | Missing:
+        """Send an agent's events to the outbox ``key``."""
+        box = self.outbox(key)
+        try:
+            self._unsubscribe[key] = self.local.subscribe(agent_id, box.put)
+        except AgentStoppedError:
+            box.close()
+            return Missing(agent_id)
+        return Outcome()
+
+    def unsubscribe(self, key: str) -> None:
+        """End a subscription."""
+        stop = self._unsubscribe.pop(key, None)
+        if stop is not None:
+            stop()
+        self.outbox(key).close()
+
+    def stream_in(self, parent_id: str, events: Sequence[StreamEvent]) -> None:
+        """Stream events of a remote child, for the streams open on its parent's tree here."""
+        if not events:
+            return
+        with self.local.lock:
+            parent = self.local.nodes.get(parent_id)
+        if parent is None:
+            return
+        for scope, stream in parent.tree.streams:
+            for event in events:
+                if scope in event.path:
+                    stream.put(event)
+
+    # -- the host -------------------------------------------------------------------------------
+
+    def live_agents(self) -> int:
+        """Agents running on this host (stand-ins of children elsewhere not counted)."""
+        with self.local.lock:
+            return len(self.local.cells)
+
+    def shutdown(self, timeout: float) -> None:
+        """Stop every agent (they keep their stored status), then close the stores."""
+        self.local.shutdown(timeout)
+        for box in list(self.outboxes.values()):
+            box.close()
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            try:
+                store.close()
+            except Exception:
+                _log.exception("could not close a store")

@@ -1,0 +1,166 @@
+"""Agent specs, tools and factories of the Ray tests: importable, so hosts load them by name."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from actors import Agent, Pending, Request, RunContext, Subagent, ToolResultMessage, tool
+from actors.testing import FunctionModel, ScriptedModel, call
+
+_NEVER = threading.Event()
+
+
+def where() -> int:
+    """The process this tool runs in."""
+    return os.getpid()
+
+
+LATCH = "latch"
+LATCH_NAMESPACE = "actors-tests"
+
+
+class Latch:
+    """A Ray actor a test waits on until a tool has started (its call is in the store)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._started = asyncio.Event()
+
+    async def started(self) -> None:
+        self._started.set()
+
+    async def wait(self) -> None:
+        await self._started.wait()
+
+
+def _signal_latch() -> None:
+    import ray
+
+    try:
+        latch = ray.get_actor(LATCH, namespace=LATCH_NAMESPACE)
+    except ValueError:
+        return
+    latch.started.remote()
+
+
+async def linger() -> str:
+    """Tell the test's latch that it runs, then wait (cancellably) for a minute."""
+    import asyncio
+
+    _signal_latch()
+    await asyncio.sleep(60)
+    return "lingered"
+
+
+def hang() -> str:
+    """Tell the test's latch (if there is one) that it runs, then wait for what never comes."""
+    _signal_latch()
+    _NEVER.wait(120)
+    return "never"
+
+
+@tool
+def whose(ctx: RunContext) -> str:  # type: ignore[type-arg]
+    """What the tool context is on this host."""
+    return str(ctx.tool_context)
+
+
+@tool
+def ask(ctx: RunContext, question: str) -> Any:  # type: ignore[type-arg]
+    """Ask the host and wait for its answer.
+
+    Args:
+        question: What to ask.
+    """
+    if ctx.answer is None:
+        return Pending(Request(kind="input", prompt=question))
+    return f"{question} -> {ctx.answer.data}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a caller gives as tool_context: plain values."""
+
+    db_url: str
+
+
+def host_context(settings: Settings | None) -> str | None:
+    """The tool_context_factory of the tests: what a host builds from the settings."""
+    if settings is None:
+        return None
+    return f"connected to {settings.db_url} in {os.getpid()}"
+
+
+def worker(*replies: Any, tools: tuple[Any, ...] = (where,)) -> Agent[str]:
+    return Agent("worker", model=ScriptedModel(list(replies), per_agent=True), tools=list(tools))
+
+
+def lead(subagents: list[Subagent], *replies: Any) -> Agent[str]:
+    return Agent("lead", model=ScriptedModel(list(replies), per_agent=True), subagents=subagents)
+
+
+# A lead that calls one worker next to it and one spread to another host; each says its pid.
+PIDS_WORKER = worker(call("where"), "ok")
+PIDS_LEAD = Agent(
+    "lead",
+    model=ScriptedModel(
+        [
+            [call("near", task="where are you"), call("far", task="where are you")],
+            call("where"),
+            "done",
+        ],
+        per_agent=True,
+    ),
+    tools=[where],
+    subagents=[
+        Subagent(PIDS_WORKER, name="near"),
+        Subagent(PIDS_WORKER, name="far", placement="spread"),
+    ],
+)
+
+
+def _say_where(messages: list[Any], tools: list[Any]) -> Any:
+    """A model that calls `where`, then answers with its result."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return last.content
+    return call("where")
+
+
+HELPER = Agent("helper", model=FunctionModel(_say_where), tools=[where])
+
+
+@tool
+def delegate_one(ctx: RunContext) -> str:  # type: ignore[type-arg]
+    """Hand a task to a helper; say where this tool and the helper ran."""
+    helper_pid = ctx.delegate(HELPER, "help", timeout=30)
+    return f"{os.getpid()}/{helper_pid}"
+
+
+DELEGATING_LEAD = Agent(
+    "boss", model=ScriptedModel([call("delegate_one"), "done"]), tools=[delegate_one]
+)
+
+
+def narrow(context: Any) -> str:
+    """A Subagent's tool_context function: what the child gets of its parent's."""
+    return f"narrowed({context})"
+
+
+@tool(requires_approval=True)
+def launch(target: str) -> str:
+    """Launch something that needs a human's yes.
+
+    Args:
+        target: What to launch.
+    """
+    return f"launched {target}"
+
+
+def approve_launches(request: Request) -> bool:
+    """An in-process approval handler: yes to launches of 'probe', no to anything else."""
+    return request.data.get("arguments", {}).get("target") == "probe"
