@@ -17,6 +17,7 @@ import pytest
 
 from actors import Agent, AssistantMessage, ModelRequest, ModelResponse, Runtime, Usage
 from actors.models import FallbackModel
+from actors.runtime._effects import EffectRunner
 
 BOUND = 30.0
 
@@ -100,3 +101,19 @@ def test_a_close_that_starts_tasks_finishes_when_the_runtime_closes(
         drain_queued = _hold_until_drain_queued(rt._host.effects.loop, monkeypatch)
     assert drain_queued.is_set()
     assert [part.closed for part in parts] == [1, 1]
+
+
+def test_a_model_released_while_the_effects_close_is_still_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An agent that outlived the shutdown's wait stops while the effects are closing: its
+    # model must still be closed (by the drain), not dropped by both sides.
+    runner = EffectRunner(max_workers=1)
+    model = _ClientModel()
+    runner.retain(model)
+    drain_queued = _hold_until_drain_queued(
+        runner.loop, monkeypatch, meanwhile=lambda: runner.release(model)
+    )
+    runner.close()
+    assert drain_queued.is_set()
+    assert model.closed == 1
