@@ -123,6 +123,8 @@ class EffectRunner:
     def release(self, model: Any) -> None:
         """An agent that used ``model`` stopped: close its client if no live agent uses it."""
         with self._models_lock:
+            if self._closed:
+                return  # the closing runner's drain closes every model it still holds
             entry = self._models.get(id(model))
             if entry is None or entry[0] is not model:
                 return
@@ -130,9 +132,8 @@ class EffectRunner:
                 self._models[id(model)] = (model, entry[1] - 1)
                 return
             del self._models[id(model)]
-            if self._closed:
-                return
-        self._soon(lambda: self._start_closing(model))
+            # Queued under the lock, so before any drain `close` queues: the drain waits for it.
+            self._soon(lambda: self._start_closing(model))
 
     def _start_closing(self, model: Any) -> None:
         task = self._loop.create_task(_close_model(model))
@@ -351,9 +352,10 @@ class EffectRunner:
 
     def close(self) -> None:
         """Stop the loop and the pool (tools still running are abandoned)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._models_lock:
+            if self._closed:
+                return
+            self._closed = True
 
         async def drain() -> None:
             # Clients being closed first: cancelling "every other task" would also cancel the
