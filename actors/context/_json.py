@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from actors.exceptions import UserError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_WRAPPED_DEPTH",
@@ -13,6 +15,7 @@ __all__ = [
     "JsonError",
     "depth_exceeds",
     "json_copy",
+    "plain_metadata",
 ]
 
 MAX_DEPTH = 200
@@ -111,3 +114,20 @@ def depth_exceeds(value: Any, limit: int) -> bool:
 
 
 _CONTAINERS = (dict, list, tuple)
+
+
+def plain_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of an agent's initial metadata (None: empty).
+
+    Raises:
+        UserError: It is not a mapping of plain JSON (or nests too deeply).
+    """
+    try:
+        copied: dict[str, Any] = json_copy(dict(metadata or {}), "metadata")
+    except JsonError as exc:
+        raise UserError(f"{exc}; metadata must be plain JSON") from None
+    except (TypeError, ValueError):
+        raise UserError(
+            f"metadata must be a mapping of plain JSON, got {type(metadata).__name__}"
+        ) from None
+    return copied

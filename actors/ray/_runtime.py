@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from actors.context._json import JsonError, json_copy
+from actors.context._json import plain_metadata
 from actors.exceptions import SessionNotFoundError, UserError
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
@@ -339,10 +339,7 @@ class RayRuntime:
         self._check_open()
         if not isinstance(agent, Agent):
             raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
-        try:
-            initial = json_copy(dict(metadata or {}), "metadata")
-        except JsonError as exc:
-            raise UserError(f"{exc}; metadata must be plain JSON") from None
+        initial = plain_metadata(metadata)
         seed = self._seed(agent, self._store(store), session_id, tool_context, approval_handler)
         chosen = self._unique_id(agent_id or agent.name, agent_id is not None)
         with self._lock:
@@ -389,10 +386,7 @@ class RayRuntime:
         if _has_session(self._driver_store(chosen_store), session_id):
             info = wait_for(handle.restore.remote(session_id, [agent], seed)).get()
         else:
-            try:
-                initial = json_copy(dict(metadata or {}), "metadata")
-            except JsonError as exc:
-                raise UserError(f"{exc}; metadata must be plain JSON") from None
+            initial = plain_metadata(metadata)
             chosen = self._unique_id(session_id, explicit=True)
             info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
         ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])

@@ -21,7 +21,6 @@ from typing import Any
 
 from actors.context._agent_context import AgentContext
 from actors.context._events import Clock
-from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent
 from actors.loop._default_model import resolve_model
@@ -49,7 +48,7 @@ from actors.models._model import Model
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, decide_approval
 from actors.runtime._host import Delegate, DelegateDone, DelegateReply, ParentReply, settle
-from actors.runtime._node import AgentNode
+from actors.runtime._node import AgentNode, new_child
 from actors.runtime._persist import persist
 
 __all__ = ["InlineHost"]
@@ -279,26 +278,7 @@ class InlineHost:
         metadata: Mapping[str, Any],
         tool_context: Any,
     ) -> AgentCell:
-        context = AgentContext(
-            child_id,
-            name=spec.name,
-            parent_id=parent.agent_id,
-            metadata=thaw(metadata),
-            max_iterations=spec.max_iterations,
-            clock=self.clock,
-        )
-        node = AgentNode(
-            child_id,
-            spec.name,
-            parent.agent_id,
-            parent.depth + 1,
-            spec,
-            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
-            parent.tree,
-            path=(*parent.path, child_id),
-            position=parent.tree.next_position(),
-        )
-        node.buffer.extend(context.events)
+        node, context = new_child(parent, child_id, spec, metadata, tool_context, self.clock)
         parent.children.append(child_id)
         return self.add(node, context)
 

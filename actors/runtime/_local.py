@@ -22,7 +22,6 @@ import pykka
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._events import Clock, Event
-from actors.context._frozen import thaw
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
 from actors.loop._default_model import resolve_model
@@ -56,7 +55,7 @@ from actors.runtime._host import (
     settle,
 )
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode, Tree
+from actors.runtime._node import AgentNode, Tree, new_child
 from actors.runtime._persist import persist
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
@@ -572,29 +571,9 @@ class LocalHost:
         subagent: Subagent | None = None,
     ) -> AgentNode:
         """Start a child whose tree slot is claimed already (here, or where `Peers` places it)."""
-        context = AgentContext(
-            child_id,
-            name=spec.name,
-            parent_id=parent.agent_id,
-            # A deep copy: nothing the child does reaches the parent's metadata.
-            metadata=thaw(metadata),
-            max_iterations=spec.max_iterations,
-            clock=self.clock,
-        )
-        child = AgentNode(
-            child_id,
-            spec.name,
-            parent.agent_id,
-            parent.depth + 1,
-            spec,
-            tool_context,  # the loop's choice: the parent's (the same object), or narrowed
-            parent.tree,
-            path=(*parent.path, child_id),
-            counted=True,
-        )
-        child.buffer.extend(context.events)
+        child, context = new_child(parent, child_id, spec, metadata, tool_context, self.clock)
+        child.counted = True
         with self.lock:
-            child.position = parent.tree.next_position()
             parent.children.append(child_id)
             self._reserved.add(child_id)
         try:

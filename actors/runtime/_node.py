@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
-from actors.context._events import Event
+from actors.context._agent_context import AgentContext
+from actors.context._events import Clock, Event
+from actors.context._frozen import thaw
 from actors.loop._agent import Agent
 from actors.models._model import StreamDelta
 from actors.runtime._observer import notify_event
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from actors.runtime._tombstone import Tombstone
     from actors.store._protocol import SessionStore
 
-__all__ = ["MAX_ENDED", "AgentNode", "Tree"]
+__all__ = ["MAX_ENDED", "AgentNode", "Tree", "new_child"]
 
 _log = get_logger("actors.runtime")
 
@@ -200,3 +202,39 @@ class AgentNode:
     def alive(self) -> bool:
         """Whether the agent has a live actor."""
         return self.ref is not None and self.ref.is_alive()
+
+
+def new_child(
+    parent: AgentNode,
+    child_id: str,
+    spec: Agent[Any],
+    metadata: Mapping[str, Any],
+    tool_context: Any,
+    clock: Clock,
+) -> tuple[AgentNode, AgentContext]:
+    """A child's record and fresh context, on any host; its first events wait in its buffer.
+
+    The metadata is a deep copy (nothing the child does reaches its parent's); the
+    ``tool_context`` is the loop's choice: the parent's own object, or a narrowed one.
+    """
+    context = AgentContext(
+        child_id,
+        name=spec.name,
+        parent_id=parent.agent_id,
+        metadata=thaw(metadata),
+        max_iterations=spec.max_iterations,
+        clock=clock,
+    )
+    node = AgentNode(
+        child_id,
+        spec.name,
+        parent.agent_id,
+        parent.depth + 1,
+        spec,
+        tool_context,
+        parent.tree,
+        path=(*parent.path, child_id),
+        position=parent.tree.next_position(),
+    )
+    node.buffer.extend(context.events)
+    return node, context

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from actors.context._events import Clock, system_clock
-from actors.context._json import JsonError, json_copy
+from actors.context._json import plain_metadata
 from actors.exceptions import SessionNotFoundError, UserError
 from actors.loop._agent import Agent
 from actors.loop._default_model import default_model_of, require_models
@@ -221,10 +221,7 @@ class Runtime:
                 "this runtime passivates idle agents (idle_after="
                 f"{self.idle_after:g}), which needs a store to keep them in: pass store=..."
             )
-        try:
-            initial = json_copy(dict(metadata or {}), "metadata")
-        except JsonError as exc:
-            raise UserError(f"{exc}; metadata must be plain JSON") from None
+        initial = plain_metadata(metadata)
         host.toolsets.prepare(agent)  # blocking: open the tree's MCP servers, check names
         reserved = host.unique_id(agent_id or agent.name, explicit=agent_id is not None)
         node = host.spawn_root(
