@@ -21,7 +21,7 @@ from actors.context._agent_context import AgentContext
 from actors.context._events import system_clock
 from actors.exceptions import AgentStoppedError
 from actors.loop._agent import Agent
-from actors.loop._loop import AgentLoop, TreeLimits
+from actors.loop._loop import TreeLimits
 from actors.loop._types import ResumeRun, StartRun
 from actors.models._model import Model
 from actors.ray._lost import close_lost
@@ -204,15 +204,7 @@ class HostServer:
             position=adopt.position,
             saved_status="idle",
         )
-        loop = AgentLoop(
-            adopt.spec,
-            context,
-            model=self.local.resolve_model(adopt.spec),
-            tool_context=node.tool_context,
-            depth=adopt.depth,
-            limits=self.local.limits,
-            approval_handler=seed.approval_handler is not None,
-        )
+        loop = self.local.new_loop(node, context)
         self._remember(child_id, seed, node.tool_context)
         self.parent_hosts[child_id] = adopt.parent_host
         self.local.reserve(child_id)

@@ -96,12 +96,14 @@ class InlineHost:
         """The model an agent of ``spec`` uses: its own, the default, or the environment's."""
         return resolve_model(spec, self.default_model)
 
-    def add(self, node: AgentNode, context: AgentContext) -> AgentCell:
-        """Host a fresh agent."""
-        loop = AgentLoop(
+    def new_loop(
+        self, node: AgentNode, context: AgentContext, model: Model | None = None
+    ) -> AgentLoop:
+        """The state machine of an agent of this host, around its context."""
+        return AgentLoop(
             node.spec,
             context,
-            model=self.resolve_model(node.spec),
+            model=model if model is not None else self.resolve_model(node.spec),
             tool_context=node.tool_context,
             depth=node.depth,
             limits=self.limits,
@@ -109,6 +111,10 @@ class InlineHost:
             toolsets=self.toolsets,
             peer_exists=self.peer_exists,
         )
+
+    def add(self, node: AgentNode, context: AgentContext) -> AgentCell:
+        """Host a fresh agent."""
+        loop = self.new_loop(node, context)
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
         node.status = loop.status

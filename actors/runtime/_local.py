@@ -226,12 +226,14 @@ class LocalHost:
         if stand_in is None:
             self.effects.retain(loop.model)
 
-    def new_loop(self, node: AgentNode, context: AgentContext) -> AgentLoop:
-        """The state machine of a fresh agent."""
+    def new_loop(
+        self, node: AgentNode, context: AgentContext, model: Model | None = None
+    ) -> AgentLoop:
+        """The state machine of an agent of this host, around its context (fresh or restored)."""
         return AgentLoop(
             node.spec,
             context,
-            model=self.resolve_model(node.spec),
+            model=model if model is not None else self.resolve_model(node.spec),
             tool_context=node.tool_context,
             depth=node.depth,
             limits=self.limits,

@@ -49,6 +49,9 @@ class RestoreHost(Protocol):
     def taken(self, agent_id: str) -> bool: ...
     def reserve(self, agent_id: str) -> None: ...
     def resolve_model(self, spec: Agent[Any]) -> Model: ...
+    def new_loop(
+        self, node: AgentNode, context: AgentContext, model: Model | None = None
+    ) -> AgentLoop: ...
     def start(self, node: AgentNode, loop: AgentLoop) -> None: ...
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None: ...
     def remember_ended(self, node: AgentNode) -> None: ...
@@ -280,17 +283,7 @@ def _restore(
         for agent_id in live_ids:  # parents before children
             node, ctx = nodes[agent_id], contexts[agent_id]
             node.listeners.extend((listeners or {}).get(agent_id, ()))
-            loop = AgentLoop(
-                node.spec,
-                ctx,
-                model=models[agent_id],
-                tool_context=node.tool_context,
-                depth=node.depth,
-                limits=host.limits,
-                approval_handler=approval_handler is not None,
-                toolsets=host.toolsets,
-                peer_exists=host.peer_exists,
-            )
+            loop = host.new_loop(node, ctx, models[agent_id])
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)
             if current_observer() is not None:  # parents first: a child's spans find its parent's
