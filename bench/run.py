@@ -357,6 +357,24 @@ def render(results: dict[str, Any]) -> str:
         lines.append(
             f"| live idle agents: memory | failed: {scale.get('error', 'no rows')} | | | | |"
         )
+    kept = s.get("retention") or {"error": "not run"}
+    cyc, ses = get(kept, "cycles"), get(kept, "session")
+    if cyc and ses:
+        grown = cyc["grown_bytes"]
+        lines.append(
+            f"| {cyc['cycles']:,} spawn/run/stop cycles in one runtime | "
+            f"{grown / 1024**2:+.1f} MiB after cycle {cyc['baseline_at']:,} | - | - "
+            f"| flat (< 8 MiB) | {verdict(grown < 8 * 1024**2)} |"
+        )
+        early, late = ses["early_bytes_per_run"], ses["late_bytes_per_run"]
+        lines.append(
+            f"| one agent, {ses['runs']:,} runs: memory per run, late | "
+            f"{late / 1024:.1f} KiB | early {early / 1024:.1f} KiB | "
+            f"{ratio(late, early)} | the same late as early (<= 1.5x) "
+            f"| {verdict(early > 0 and late / early <= 1.5)} |"
+        )
+    else:
+        lines.append(f"| retention | failed: {kept.get('error')} | | | | |")
     virt = s.get("virtual") or {"error": "not run"}
     crowd, wake = get(virt, "sessions"), get(virt, "activation")
     if crowd and wake:
@@ -571,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["growth"] = actors_section("growth", args.quick, timeout=600)
     sections["scale"] = actors_section("scale", args.quick, timeout=1800)
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
+    sections["retention"] = actors_section("retention", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["ray"] = actors_section("cluster", args.quick, timeout=600)
