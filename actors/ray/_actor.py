@@ -23,7 +23,7 @@ from actors.loop._agent import Agent
 from actors.ray._inbox import deliver as deliver_inputs
 from actors.ray._inputs import HostInput
 from actors.ray._server import HostConfig, HostServer
-from actors.ray._wire import Missing, Outcome, TreeSeed, portable_error
+from actors.ray._wire import Missing, Outcome, Taken, TreeSeed, portable_error
 from actors.runtime._host import Ask, Query
 from actors.runtime._stream import StreamEvent
 from actors.runtime._tombstone import TreeNode
@@ -76,9 +76,9 @@ class AgentHostActor:
         except Exception as exc:
             return _failed(exc)
 
-    async def deliver(self, inputs: Sequence[HostInput]) -> list[Outcome | Missing]:
-        """Apply one lane call's inputs in order (`actors.ray._inbox`); never awaits."""
-        return deliver_inputs(self.server, inputs)
+    async def deliver(self, inputs: Sequence[HostInput]) -> list[Taken | Outcome | Missing]:
+        """Apply one lane call's inputs in order (`actors.ray._inbox`), then answer."""
+        return await deliver_inputs(self.server, inputs).answers()
 
     async def query_now(self, agent_id: str, what: str) -> Outcome | Missing:
         """Ask an agent in its own turn, outside any lane (a host's blocking question)."""

@@ -1,12 +1,14 @@
 """The driver's entries of a `Lane`: a run, a message, a question, each with its answers.
 
-A run or a question is taken by its host at once (the lane's call returns); its end comes from
-the host's outbox of its key, read by an `OutboxReader` that starts when the lane's call is
-sent. Two answers make a verdict: the lane's (taken, `Missing`, an error, or the call failed)
-and the reader's (the outcome, or the pull failed). An entry whose host does not hold its
-agent any more asks to go again once, after the client has activated the agent from its store
-(`RayClient.retry`); an entry whose host died under it ends with `HostLostError`, except a
-question, which is asked again.
+A run is taken by its host at once (the lane's call returns); its end comes from the host's
+outbox of its key, read by an `OutboxReader` that starts when the lane's call is sent. Two
+answers make a verdict: the lane's (`Taken`, `Missing`, an error, or the call failed) and the
+reader's (the outcome, or the pull failed). A question's answer usually comes back with the
+lane's call; only one its agent was slow to answer is read from the outbox.
+
+An entry whose host does not hold its agent any more asks to go again once, after the client
+has activated the agent from its store (`RayClient.retry`); an entry whose host died under it
+ends with `HostLostError`, except a question, which is asked again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from actors.exceptions import AgentStoppedError, HostLostError
 from actors.ray._inputs import AskInput, RunInput, TellInput
 from actors.ray._lane import host_gone
 from actors.ray._outbox import OutboxReader
-from actors.ray._wire import Missing, Outcome
+from actors.ray._wire import Missing, Outcome, Taken
 from actors.runtime._host import settle
 from actors.runtime._stream import TreeStream
 
@@ -99,6 +101,8 @@ class DriverEntry:
 class _Awaited(DriverEntry):
     """An entry whose end its caller waits on ``future``, read from the outbox ``key``."""
 
+    read_on_send = True  # start reading when the call is sent (else when the host took it)
+
     def __init__(
         self,
         client: RayClient,
@@ -119,6 +123,10 @@ class _Awaited(DriverEntry):
 
     def sent(self) -> None:
         """Start reading the outbox (again, if a pull failed before the call went again)."""
+        if self.read_on_send:
+            self._read()
+
+    def _read(self) -> None:
         handle = self.client.handles[self.host]
         with self._lock:
             if self._reader is not None and self._read_error is None:
@@ -149,18 +157,20 @@ class _Awaited(DriverEntry):
         settle(self.future, error=host_lost(self.agent_id, error))
 
     def replied(self, reply: Any) -> bool:
-        """Taken: its end comes from the outbox; refused: its caller gets the error."""
+        """Taken: its end comes from the outbox; answered or refused: its caller has it."""
         if isinstance(reply, Missing):
             return self._missing()
-        assert isinstance(reply, Outcome)
-        if reply.error is not None:
-            settle(self.future, error=reply.error)
+        if isinstance(reply, Outcome):
+            _settle(self.future, reply)
             return False
+        assert isinstance(reply, Taken), reply
         with self._lock:
             self._taken = True
             error = self._read_error
         if error is not None:
             self._host_died(error)
+        elif not self.read_on_send:
+            self._read()
         return False
 
     def lost(self, error: BaseException) -> bool:
@@ -217,8 +227,11 @@ class RunEntry(_Awaited):
 class AskEntry(_Awaited):
     """A question the agent answers in its own turn; ``future`` gets the answer.
 
-    A question is only read: one whose host died is asked again, once, of the restarted host.
+    The answer comes with the lane's call, or from the outbox if the agent was slow. A question
+    is only read: one whose host died is asked again, once, of the restarted host.
     """
+
+    read_on_send = False
 
     def __init__(
         self,

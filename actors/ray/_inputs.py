@@ -1,10 +1,10 @@
 """What a `Lane` carries to an agent host: the inputs its caller sends to agents there.
 
 A host applies the inputs of one lane call in order, each to its agent's mailbox
-(`actors.ray._inbox.deliver`), and answers each at once: `Outcome` (taken), `Missing` (no such
-agent here) or an `Outcome` with the error that kept it out. What an input starts ends later:
-a run's end, a question's answer, a child's `ChildEnd` close the host's outbox of the input's
-``key``, where the caller's own pull reads it.
+(`actors.ray._inbox.deliver`), and answers each: `Taken`, `Missing` (no such agent here), or
+an `Outcome` with the error that kept it out (or a question's answer). What an input starts
+ends later: a run's end, a child's `ChildEnd` (and a question's answer that was slow to come)
+close the host's outbox of the input's key, where the caller's own pull reads it.
 """
 
 from __future__ import annotations

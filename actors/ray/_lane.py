@@ -9,9 +9,10 @@ agent's mailbox as run, cancel, steer.
 A lane keeps the order on the sending side. It has at most one call in flight to its host;
 what is put meanwhile waits, and goes as one batch in the next call when that one returns.
 The host applies a batch in order without awaiting in between (`actors.ray._inbox.deliver`)
-and answers once it is applied: a lane's call only enqueues. What an input starts ends later
--- a run's end, a question's answer -- and comes back through the host's outbox, read by a
-pull of its own (`OutboxReader`): a steer never waits for a run to end.
+and answers once it is applied: a lane's call only enqueues (a question's answer comes with
+it, when the agent gives it at once). What an input starts ends later -- a run's end -- and
+comes back through the host's outbox, read by a pull of its own (`OutboxReader`): a steer
+never waits for a run to end.
 
 Nothing about the order is kept on the host, so a host that restarts has no counters to lose.
 When a call fails because its host died, its entries cannot know whether they were applied,
