@@ -209,7 +209,8 @@ class Lane:
             with self._lock:
                 self._failing_since = None
             replies = done.result()
-            if len(replies) != len(batch):  # a host of another version: nothing to match
+            if not isinstance(replies, list | tuple) or len(replies) != len(batch):
+                # A host of another version: nothing to match the entries with.
                 self._handle_lost(batch, RuntimeError(f"the host answered {replies!r}"))
                 return
             self._again(
@@ -249,8 +250,11 @@ class Lane:
         assert self._retry is not None
         try:
             replaced = list(self._retry(entries))
-        except Exception:
+        except Exception as exc:
+            # Nobody is left waiting: each entry hears the error, and does not go again.
             _log.exception("entries of a lane could not be sent again")
+            for entry in entries:
+                _asks(entry.lost, exc)
             replaced = []
         self._put_back(replaced)
 

@@ -232,6 +232,33 @@ def test_a_batch_that_cannot_be_sent_loses_its_entries_and_the_lane_goes_on() ->
     assert host.applied == ["second"]
 
 
+def test_entries_that_cannot_go_again_hear_why_and_the_lane_goes_on() -> None:
+    host = FakeHost()
+    broken = RuntimeError("cannot activate")
+
+    def retry(entries: list[Note]) -> list[Note]:
+        raise broken
+
+    lane = lane_of(host, retry=retry, pool=Inline())
+    refused = Note("run", again=lambda reply: True)
+    lane.put(refused)
+    lane.put(Note("next"))
+    host.answer(0, ["missing"])
+    assert refused.losses == [broken]  # its caller is not left waiting
+    assert host.inputs(1) == ("next",)
+
+
+def test_a_reply_that_does_not_match_the_batch_loses_it_and_the_lane_goes_on() -> None:
+    host = FakeHost()
+    lane = lane_of(host)
+    first = Note("first")
+    lane.put(first)
+    lane.put(Note("second"))
+    host.answer(0, [])
+    assert len(first.losses) == 1
+    assert host.inputs(1) == ("second",)
+
+
 def test_a_lane_that_retries_needs_a_pool() -> None:
     with pytest.raises(ValueError, match="pool"):
         Lane(FakeHost().call, retry=lambda entries: entries)
