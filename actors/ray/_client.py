@@ -91,6 +91,7 @@ class RayClient:
         self._streams: dict[str, TreeStream] = {}  # opened, waiting for their run
         self._activating: dict[str, threading.Lock] = {}
         self.virtual = _NoPassivation()
+        self.closed = False
         self.pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="actors-ray")
         # One lane per host: what this driver sends to agents reaches them in order.
         self.lanes = [
@@ -101,7 +102,17 @@ class RayClient:
     # -- where agents are -----------------------------------------------------------------------
 
     def host_of(self, agent_id: str) -> int:
-        """The index of the host of an agent this driver knows."""
+        """The index of the host of an agent this driver knows.
+
+        Raises:
+            AgentStoppedError: no such agent, or the runtime is shut down (its hosts are gone:
+                a call would only wait for a cluster that is not there).
+        """
+        if self.closed:
+            raise AgentStoppedError(
+                f"agent {agent_id!r} is not running: its runtime was shut down; spawn it in a "
+                "new RayRuntime, or restore its session"
+            )
         with self.lock:
             root = self.roots.get(agent_id)
             if root is not None:
@@ -305,5 +316,6 @@ class RayClient:
             self.where.pop(agent_id, None)
 
     def close(self) -> None:
-        """Stop the client's threads."""
+        """Refuse what is sent from now on; stop the client's threads."""
+        self.closed = True
         self.pool.shutdown(wait=False, cancel_futures=True)

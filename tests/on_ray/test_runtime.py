@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from actors import Agent, Answer, Event, RunResult, Subagent, ToolResultMessage
-from actors.exceptions import AgentDefinitionError, UserError, WireError
+from actors.exceptions import AgentDefinitionError, AgentStoppedError, UserError, WireError
 from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 from on_ray import agents
@@ -374,3 +374,8 @@ def test_a_closed_runtime_refuses_new_agents(ray_cluster: Any, tmp_path: Path) -
     rt.shutdown()
     with pytest.raises(UserError, match="shut down"):
         rt.spawn(Agent("b"))
+    # Its refs say so at once, as a closed Runtime's do (no wait for a cluster that is gone).
+    for use in (lambda: ref.run("again", timeout=BOUND), lambda: ref.send("x"), ref.context):
+        with pytest.raises(AgentStoppedError, match="shut down"):
+            use()
+    assert ref.status == "stopped"
