@@ -158,8 +158,8 @@ class HostPeers:
     def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
         """A `RemoteChild` for a child that the placement puts on another host, else None."""
         placement = (subagent.placement if subagent is not None else None) or self.placement
-        if placement != "spread" or len(self.names) < 2:
-            return None
+        if placement != "spread" or len(self.names) < 2 or self.server.closing:
+            return None  # with its parent (a host shutting down keeps new children here)
         # Round-robin over the other hosts, starting with the next one.
         others = len(self.names) - 1
         host = (self.server.index + 1 + next(self._next) % others) % len(self.names)

@@ -115,7 +115,8 @@ class RemoteChild:
             self._alive = False
             # A host shutting down leaves the child to its own host's shutdown: stopping it
             # from here would record it stopped, not as it stands (suspended, kept).
-            remote = self.remote_alive and not self.peers.server.local.closing
+            server = self.peers.server
+            remote = self.remote_alive and not (server.closing or server.local.closing)
             self.remote_alive = False
         future: concurrent.futures.Future[Any] | None = None
         if remote:

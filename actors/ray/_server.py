@@ -98,6 +98,7 @@ class HostServer:
         self.parent_hosts: dict[str, int] = {}  # adopted child id -> its parent's host
         self.outboxes: dict[str, Outbox] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
+        self.closing = False  # shutting down: children stay here, stand-ins are let go
 
     # -- trees --------------------------------------------------------------------------------
 
@@ -351,7 +352,16 @@ class HostServer:
             return len(self.local.cells)
 
     def shutdown(self, timeout: float) -> None:
-        """Stop every agent (they keep their stored status), then close the stores."""
+        """Stop every agent (they keep their stored status), then close the stores.
+
+        The stand-ins of children on other hosts go first: they are no actors of this host to
+        stop, and each child is left to its own host's shutdown.
+        """
+        self.closing = True
+        with self.local.lock:
+            stand_ins = [n.ref for n in self.local.nodes.values() if isinstance(n.ref, RemoteChild)]
+        for stand_in in stand_ins:
+            stand_in.stop(block=False)
         self.local.shutdown(timeout)
         for box in list(self.outboxes.values()):
             box.close()
