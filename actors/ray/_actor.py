@@ -1,8 +1,10 @@
 """`AgentHostActor`: the Ray actor of one agent host (an async actor around a `HostServer`).
 
-Every method answers with a value (`Outcome`, `Missing`, `ChildEnd`): errors travel as values,
-never as Ray task errors, so a caller tells "the host said no" from "the host died" (a Ray
-actor error). Waiting (a run, a pull) is an ``await`` on the actor's event loop, so a host
+Every method answers with a value (`Outcome`, `Missing`): errors travel as values, never as
+Ray task errors, so a caller tells "the host said no" from "the host died" (a Ray actor
+error). What callers send to agents comes through `deliver`, in the order of each caller's
+`Lane`: Ray itself keeps no order among an async actor's calls. Waiting (for a run's end, a
+question's answer: a pull of an outbox) is an ``await`` on the actor's event loop, so a host
 serves thousands of waiting calls at once; blocking work (stores, stopping agents) runs on the
 loop's executor.
 """
@@ -10,17 +12,19 @@ loop's executor.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from actors.context._usage import Usage
+from actors.exceptions import AgentStoppedError
 from actors.loop._agent import Agent
-from actors.loop._types import ResumeRun, StartRun
-from actors.ray._remote_child import Adopt
+from actors.ray._inbox import deliver as deliver_inputs
+from actors.ray._inputs import HostInput
 from actors.ray._server import HostConfig, HostServer
-from actors.ray._wire import ChildEnd, Missing, Outcome, TreeSeed, WireReply, portable_error
+from actors.ray._wire import Missing, Outcome, Taken, TreeSeed, portable_error
+from actors.runtime._host import Ask, Query
 from actors.runtime._stream import StreamEvent
 from actors.runtime._tombstone import TreeNode
 
@@ -72,32 +76,23 @@ class AgentHostActor:
         except Exception as exc:
             return _failed(exc)
 
-    async def run(
-        self, agent_id: str, incarnation: str | None, kind: str, payload: Any, stream: str | None
-    ) -> Outcome | Missing:
-        try:
-            answer = self.server.run(agent_id, incarnation, kind, payload, stream)
-        except Exception as exc:
-            return _failed(exc)
-        result: Outcome | Missing = await asyncio.wrap_future(answer)
-        return result
-
-    async def tell(self, agent_id: str, incarnation: str | None, message: Any) -> Outcome | Missing:
-        try:
-            return self.server.tell(agent_id, incarnation, message)
-        except Exception as exc:
-            return _failed(exc)
-
-    async def query(self, agent_id: str, incarnation: str | None, what: str) -> Outcome | Missing:
-        try:
-            answer = self.server.query(agent_id, incarnation, what)
-        except Exception as exc:
-            return _failed(exc)
-        result: Outcome | Missing = await asyncio.wrap_future(answer)
-        return result
+    async def deliver(self, inputs: Sequence[HostInput]) -> list[Taken | Outcome | Missing]:
+        """Apply one lane call's inputs in order (`actors.ray._inbox`), then answer."""
+        return await deliver_inputs(self.server, inputs).answers()
 
     async def query_now(self, agent_id: str, what: str) -> Outcome | Missing:
-        return await self.query(agent_id, None, what)
+        """Ask an agent in its own turn, outside any lane (a host's blocking question)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            self.server.local.send(agent_id, Ask(Query(what), future))
+        except AgentStoppedError:
+            return Missing(agent_id)
+        except Exception as exc:
+            return _failed(exc)
+        try:
+            return Outcome(await asyncio.wrap_future(future))
+        except Exception as exc:
+            return _failed(exc)
 
     async def status(self, agent_id: str) -> Outcome | Missing:
         return self.server.status(agent_id)
@@ -151,35 +146,21 @@ class AgentHostActor:
         self.server.unsubscribe(key)
 
     async def pull(self, key: str) -> list[Any]:
-        items, waiter = self.server.take(key)
-        while not items and waiter is not None:
-            await asyncio.wrap_future(waiter)
+        """What the outbox ``key`` holds, once it holds something (a long poll)."""
+        try:
             items, waiter = self.server.take(key)
+            while not items and waiter is not None:
+                await asyncio.wrap_future(waiter)
+                items, waiter = self.server.take(key)
+        except asyncio.CancelledError:
+            self.server.drop_outbox(key)  # its reader gave up on it
+            raise
         return items
 
     async def shutdown(self, timeout: float) -> None:
         await _blocking(self.server.shutdown, timeout)
 
     # -- calls between hosts --------------------------------------------------------------------
-
-    async def child_input(
-        self,
-        adopt: Adopt | None,
-        child_id: str,
-        message: StartRun | ResumeRun,
-        wire: WireReply,
-        keep: bool,
-        stream: bool,
-    ) -> ChildEnd:
-        try:
-            ended = self.server.peers.child_input(adopt, child_id, message, wire, keep, stream)
-        except Exception as exc:
-            return ChildEnd(None, portable_error(exc), Usage())
-        result: ChildEnd = await asyncio.wrap_future(ended)
-        return result
-
-    async def child_expire(self, child_id: str, token: str, timeout: float) -> None:
-        self.server.peers.child_expire(child_id, token, timeout)
 
     async def stream_in(self, parent_id: str, events: tuple[StreamEvent, ...]) -> None:
         self.server.stream_in(parent_id, events)

@@ -1,16 +1,19 @@
 """`RayClient`: the driver's side of the agent hosts, as an `AgentRef` addresses it.
 
 An `AgentRef` of a `RayRuntime` is the same class as an in-process one; its host is this
-client, which turns each message into a call to the agent's host. A run is one call that
-returns with the run's end; a streamed run's events come through an outbox the client pulls.
-When a host answers that it does not hold an agent of the directory (it was restarted), the
-client activates the agent there from its store and tries once more; when a host dies under a
-run, the run's caller gets `HostLostError`.
+client. What the ref sends to its agent -- runs, resumes, steers, cancels, questions -- goes
+through the client's `Lane` to the agent's host, which applies it in the order it was sent,
+as the in-process runtime does; a run's end, a question's answer and a streamed run's events
+come back through an outbox of the host that the client pulls (`actors.ray._entries`). When a
+host answers that it does not hold an agent of the directory (it was restarted), the client
+activates the agent there from its store and sends what it refused once more, before anything
+sent after it; when a host dies under a run, the run's caller gets `HostLostError`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import threading
 import time
 import uuid
@@ -23,17 +26,17 @@ from actors.context._events import Event
 from actors.exceptions import AgentStoppedError, HostLostError, UserError
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
-from actors.ray._outbox import Closed
+from actors.ray._entries import AskEntry, DriverEntry, RunEntry, TellEntry
+from actors.ray._lane import RESTART_WAIT, Lane
+from actors.ray._outbox import OutboxReader
 from actors.ray._wire import Missing, Outcome, RootInfo, TreeSeed
-from actors.runtime._host import HostReply, OpenStream, Query, settle
+from actors.runtime._host import HostReply, OpenStream, Query
 from actors.runtime._stream import TreeStream
 from actors.runtime._tombstone import TreeNode
 
-__all__ = ["RayClient", "Root", "wait_for"]
+__all__ = ["RESTART_WAIT", "RayClient", "Root", "wait_for"]
 
 _log = get_logger("actors.ray")
-
-RESTART_WAIT = 30.0  # how long a call waits for a restarting host
 
 
 def wait_for(refs: Any, timeout: float | None = RESTART_WAIT) -> Any:
@@ -87,16 +90,29 @@ class RayClient:
         self.where: dict[str, int] = {}  # agents other than roots, by id: their host
         self._streams: dict[str, TreeStream] = {}  # opened, waiting for their run
         self._activating: dict[str, threading.Lock] = {}
-        # Hosts seen dying and not heard from since: a run sent to one that fails never
-        # reached a live host, so it is sent again once the host is back.
-        self._suspect: set[int] = set()
         self.virtual = _NoPassivation()
+        self.closed = False
         self.pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="actors-ray")
+        # One lane per host: what this driver sends to agents reaches them in order.
+        self.lanes = [
+            Lane(functools.partial(self._deliver, index), retry=self.retry, pool=self.pool)
+            for index in range(len(self.handles))
+        ]
 
     # -- where agents are -----------------------------------------------------------------------
 
     def host_of(self, agent_id: str) -> int:
-        """The index of the host of an agent this driver knows."""
+        """The index of the host of an agent this driver knows.
+
+        Raises:
+            AgentStoppedError: no such agent, or the runtime is shut down (its hosts are gone:
+                a call would only wait for a cluster that is not there).
+        """
+        if self.closed:
+            raise AgentStoppedError(
+                f"agent {agent_id!r} is not running: its runtime was shut down; spawn it in a "
+                "new RayRuntime, or restore its session"
+            )
         with self.lock:
             root = self.roots.get(agent_id)
             if root is not None:
@@ -180,150 +196,62 @@ class RayClient:
             assert isinstance(got, Outcome)
             return got.get()
 
+    # -- lanes --------------------------------------------------------------------------------
+
+    def _deliver(self, host: int, inputs: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = self.handles[host].deliver.remote(inputs).future()
+        return future
+
+    def retry(self, entries: list[DriverEntry]) -> list[DriverEntry]:
+        """What to send again of entries a host refused or lost, in their order.
+
+        An entry whose host does not hold its agent goes again after the agent is activated
+        from its store (once per agent); if it cannot be, the entry gives up with the reason.
+        Runs on the client's pool while the lane waits.
+        """
+        again: list[DriverEntry] = []
+        failures: dict[str, BaseException | None] = {}
+        for entry in entries:
+            if entry.missing:
+                if entry.agent_id not in failures:
+                    try:
+                        self.activate(entry.agent_id)
+                        failures[entry.agent_id] = None
+                    except Exception as exc:
+                        failures[entry.agent_id] = exc
+                failure = failures[entry.agent_id]
+                if failure is not None:
+                    entry.give_up(failure)
+                    continue
+            again.append(entry.again())
+        return again
+
     # -- RefHost: what an AgentRef calls --------------------------------------------------------
 
     def send(self, agent_id: str, message: Any, incarnation: str | None = None) -> None:
-        """Deliver a message of an `AgentRef` to its agent's host."""
+        """Deliver a message of an `AgentRef` to its agent, after those sent before it."""
         host = self.host_of(agent_id)
         if isinstance(message, OpenStream):
             with self.lock:
                 self._streams[agent_id] = message.stream
             return
+        entry: DriverEntry
         if isinstance(message, StartRun | ResumeRun) and isinstance(message.reply, HostReply):
-            kind, payload = (
-                ("run", message.prompt)
-                if isinstance(message, StartRun)
-                else ("resume", dict(message.answers))
-            )
             with self.lock:
                 stream = self._streams.pop(agent_id, None)
-            self._run(agent_id, host, incarnation, kind, payload, message.reply.future, stream)
-            return
-        ref = self.handles[host].tell.remote(agent_id, incarnation, message)
-
-        def told(done: concurrent.futures.Future[Any]) -> None:
-            if done.exception() is None and isinstance(done.result(), Missing):
-                self.pool.submit(self._tell_again, agent_id, incarnation, message)
-
-        ref.future().add_done_callback(told)
-
-    def _tell_again(self, agent_id: str, incarnation: str | None, message: Any) -> None:
-        try:
-            self.call(agent_id, "tell", incarnation, message)
-        except Exception:
-            _log.warning("message to an agent that is gone dropped", agent_id=agent_id)
-
-    def _run(
-        self,
-        agent_id: str,
-        host: int,
-        incarnation: str | None,
-        kind: str,
-        payload: Any,
-        future: concurrent.futures.Future[Any],
-        stream: TreeStream | None,
-        retried: bool = False,
-    ) -> None:
-        key = uuid.uuid4().hex if stream is not None else None
-        handle = self.handles[host]
-        with self.lock:
-            suspect = host in self._suspect
-        ref = handle.run.remote(agent_id, incarnation, kind, payload, key)
-        if stream is not None and key is not None:
-
-            def closed(outcome: Any) -> None:
-                # A pull that failed (outcome None) leaves the verdict to the run's call.
-                if isinstance(outcome, Outcome):
-                    _settle(future, outcome)
-
-            self._pull(handle, key, stream.put, closed)
-
-        def ran(done: concurrent.futures.Future[Any]) -> None:
-            error = done.exception()
-            if error is not None:
-                with self.lock:
-                    self._suspect.add(host)
-                if suspect and not retried:
-                    self.pool.submit(
-                        self._run_again, agent_id, incarnation, kind, payload, future, stream
-                    )
-                else:
-                    settle(future, error=self._lost(agent_id, error))
-                return
-            with self.lock:
-                self._suspect.discard(host)
-            outcome = done.result()
-            if isinstance(outcome, Missing):
-                if retried:
-                    settle(future, error=AgentStoppedError(f"agent {agent_id!r} is not running"))
-                    return
-                self.pool.submit(
-                    self._run_again, agent_id, incarnation, kind, payload, future, stream
-                )
-            elif stream is None:
-                _settle(future, outcome)
-
-        ref.future().add_done_callback(ran)
-
-    def _run_again(
-        self,
-        agent_id: str,
-        incarnation: str | None,
-        kind: str,
-        payload: Any,
-        future: concurrent.futures.Future[Any],
-        stream: TreeStream | None,
-    ) -> None:
-        try:
-            self.activate(agent_id)
-        except Exception as exc:
-            settle(future, error=exc)
-            return
-        self._run(
-            agent_id,
-            self.host_of(agent_id),
-            incarnation,
-            kind,
-            payload,
-            future,
-            stream,
-            retried=True,
-        )
-
-    def _lost(self, agent_id: str, cause: BaseException | None) -> HostLostError:
-        error = HostLostError(
-            f"the host of agent {agent_id!r} died during the run; what the run had in flight "
-            "has an unknown outcome. Its log keeps what it did; the next call activates the "
-            "agent from its store",
-            agent_id=agent_id,
-        )
-        error.__cause__ = cause
-        return error
-
-    def _pull(
-        self,
-        handle: Any,
-        key: str,
-        put: Callable[[Any], None],
-        closed: Callable[[Any], None],
-    ) -> None:
-        """Fetch an outbox's items as they come, until it closes (or its host dies)."""
-
-        def got(done: concurrent.futures.Future[Any]) -> None:
-            if done.exception() is not None:
-                closed(None)
-                return
-            for item in done.result():
-                if isinstance(item, Closed):
-                    closed(item.outcome)
-                    return
-                try:
-                    put(item)
-                except Exception:
-                    _log.exception("an outbox item could not be handed over")
-            handle.pull.remote(key).future().add_done_callback(got)
-
-        handle.pull.remote(key).future().add_done_callback(got)
+            if isinstance(message, StartRun):
+                entry = RunEntry(
+                    self, agent_id, host, incarnation, "run", message.prompt,
+                    message.reply.future, stream,
+                )  # fmt: skip
+            else:
+                entry = RunEntry(
+                    self, agent_id, host, incarnation, "resume", dict(message.answers),
+                    message.reply.future, stream,
+                )  # fmt: skip
+        else:
+            entry = TellEntry(self, agent_id, host, incarnation, message)
+        self.lanes[host].put(entry)
 
     def ask(
         self, agent_id: str, message: Any, timeout: float, incarnation: str | None = None
@@ -331,7 +259,13 @@ class RayClient:
         """Ask an agent a `Query` in its own turn."""
         if not isinstance(message, Query):
             raise UserError(f"a RayRuntime agent answers queries only, not {message!r}")
-        return self.call(agent_id, "query", incarnation, message.what, timeout=timeout)
+        host = self.host_of(agent_id)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.lanes[host].put(AskEntry(self, agent_id, host, incarnation, message.what, future))
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
 
     def status_of(self, agent_id: str, tree: Any = None) -> str:
         """An agent's status; ``stopped`` when no host holds it."""
@@ -351,7 +285,15 @@ class RayClient:
         key = uuid.uuid4().hex
         handle = self.handle(agent_id)
         self.call(agent_id, "subscribe", key, timeout=RESTART_WAIT)
-        self._pull(handle, key, callback, lambda _outcome: None)
+
+        def ended(_outcome: Any) -> None:
+            """Unsubscribed, or the agent stopped."""
+
+        def failed(error: BaseException) -> None:
+            _log.warning("a subscription ended: its host is gone", agent_id=agent_id)
+
+        reader = OutboxReader(lambda: handle.pull.remote(key), ended, failed, put=callback)
+        reader.start()
 
         def unsubscribe() -> None:
             handle.unsubscribe.remote(key)
@@ -359,20 +301,21 @@ class RayClient:
         return unsubscribe
 
     def stop_agent(self, agent_id: str) -> None:
-        """Stop an agent and its descendants; the driver forgets a root."""
-        handle = self.handle(agent_id)
-        wait_for(handle.stop.remote(agent_id))
+        """Stop an agent and its descendants; the driver forgets a root.
+
+        What was sent to the agent before (a cancel) reaches it first.
+        """
+        host = self.host_of(agent_id)
+        try:  # a message sent before the stop (a cancel) reaches the agent before it
+            self.lanes[host].drained().result(RESTART_WAIT)
+        except concurrent.futures.TimeoutError:
+            _log.warning("stopping an agent whose host does not answer", agent_id=agent_id)
+        wait_for(self.handles[host].stop.remote(agent_id))
         with self.lock:
             self.roots.pop(agent_id, None)
             self.where.pop(agent_id, None)
 
     def close(self) -> None:
-        """Stop the client's threads."""
+        """Refuse what is sent from now on; stop the client's threads."""
+        self.closed = True
         self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _settle(future: concurrent.futures.Future[Any], outcome: Outcome) -> None:
-    if outcome.error is not None:
-        settle(future, error=outcome.error)
-    else:
-        settle(future, result=outcome.value)

@@ -1,8 +1,9 @@
-"""Outboxes: what a host holds for the driver to fetch (stream events, subscribed events).
+"""Outboxes: what a host holds for a caller to fetch (stream events, subscribed events, ends).
 
 The driver is not a Ray actor, so a host cannot call it. It asks instead: each pull is a call
-that returns as soon as the outbox holds something (a long poll), and the driver asks again.
-A closed outbox ends with a `Closed` item, after everything put before it.
+that returns as soon as the outbox holds something (a long poll), and the caller asks again
+(`OutboxReader`). A closed outbox ends with a `Closed` item, after everything put before it:
+the end of a run, the answer to a question, a child's `ChildEnd`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from actors._logging import get_logger
 from actors.runtime._host import settle
 from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
 
-__all__ = ["Closed", "Outbox", "OutboxStream"]
+__all__ = ["Closed", "Outbox", "OutboxReader", "OutboxStream"]
+
+_log = get_logger("actors.ray")
 
 MAX_BATCH = 512
 
@@ -87,3 +92,74 @@ class OutboxStream(TreeStream):
 
     def end(self, event: RunEnded) -> None:
         """Not used: the host closes the outbox with the run's outcome."""
+
+
+class OutboxReader:
+    """A caller's side of one outbox: pulls until it closes, or its host fails.
+
+    Args:
+        pull: Submits one pull of the outbox; returns the call's Ray ObjectRef.
+        put: Takes each item before the `Closed` one (stream events), or None.
+        closed: Takes what the outbox closed with.
+        failed: Takes the error of a pull that failed (its host died, or it was cancelled).
+    """
+
+    def __init__(
+        self,
+        pull: Callable[[], Any],
+        closed: Callable[[Any], None],
+        failed: Callable[[BaseException], None],
+        put: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._pull = pull
+        self._put = put
+        self._closed = closed
+        self._failed = failed
+        self._lock = threading.Lock()
+        self._ref: Any = None
+        self._stopped = False
+
+    def start(self) -> None:
+        """Send the first pull."""
+        self._ask()
+
+    def cancel(self) -> None:
+        """Stop reading; a pull in flight is cancelled (its host drops the outbox)."""
+        import ray
+
+        with self._lock:
+            self._stopped = True
+            ref, self._ref = self._ref, None
+        if ref is not None:
+            try:
+                ray.cancel(ref)
+            except Exception:  # the call ended meanwhile, or its host is gone
+                _log.debug("a pull could not be cancelled", exc_info=True)
+
+    def _ask(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            ref = self._ref = self._pull()
+        ref.future().add_done_callback(self._got)
+
+    def _got(self, done: concurrent.futures.Future[Any]) -> None:
+        error = done.exception()
+        if error is not None:
+            with self._lock:
+                stopped, self._stopped = self._stopped, True
+            if not stopped:
+                self._failed(error)
+            return
+        for item in done.result():
+            if isinstance(item, Closed):
+                with self._lock:
+                    self._stopped = True
+                self._closed(item.outcome)
+                return
+            if self._put is not None:
+                try:
+                    self._put(item)
+                except Exception:
+                    _log.exception("an outbox item could not be handed over")
+        self._ask()

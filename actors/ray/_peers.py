@@ -2,12 +2,12 @@
 
 A child placed on another host is, on its parent's host, an `AgentNode` whose actor is a
 `RemoteChild` (see `actors.ray._remote_child`): the `LocalHost` sends it messages as it would
-to a local child's actor, and the stand-in turns each into a Ray call to the child's host. A
-run (or a resumed run) of the child is one call that returns when the run ends, so its result
-comes back as the call's value and reaches the parent as the usual message (`ChildFinished`,
-`DelegateDone`); if the child's host dies, the call fails, and the parent gets a
-`HostLostError` instead. On the child's host, the child's answer to its parent (a message to
-an id that host does not hold) settles the waiting call (`HostPeers.send`).
+to a local child's actor, and the stand-in puts each in this host's `Lane` to the child's
+host, which keeps their order. A run (or a resumed run) of the child ends in an outbox of the
+child's host, pulled from here, and reaches the parent as the usual message (`ChildFinished`,
+`DelegateDone`); if the child's host dies, the pull (or the lane's call) fails, and the parent
+gets a `HostLostError` instead. On the child's host, the child's answer to its parent (a
+message to an id that host does not hold) settles the waiting run (`HostPeers.send`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from actors.exceptions import ActorsError, HostLostError, RunTimeoutError
 from actors.loop._agent import Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
-from actors.ray._remote_child import Adopt, RemoteChild
+from actors.ray._inputs import Adopt
+from actors.ray._lane import Lane, host_gone
+from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import ChildEnd, WireReply, check_travels, portable_error
 from actors.runtime._host import (
     DelegateDone,
@@ -122,6 +124,7 @@ class HostPeers:
         self.runs: dict[str, tuple[Any, concurrent.futures.Future[ChildEnd]]] = {}
         self._by_reply: dict[tuple[str, ...], str] = {}
         self.forwards: dict[str, ForwardStream] = {}  # token -> stream of that run
+        self._lanes: dict[int, Lane] = {}
         self._lock = threading.Lock()
 
     # -- calls --------------------------------------------------------------------------------
@@ -140,13 +143,23 @@ class HostPeers:
         """Call ``method`` of host ``index``; returns the call's ObjectRef at once."""
         return getattr(self.handle(index), method).remote(*args)
 
+    def lane(self, index: int) -> Lane:
+        """This host's lane to host ``index``: what its agents send there arrives in order."""
+        with self._lock:
+            lane = self._lanes.get(index)
+            if lane is None:
+                lane = self._lanes[index] = Lane(
+                    lambda inputs: self.call(index, "deliver", inputs).future()
+                )
+            return lane
+
     # -- Peers: placement ---------------------------------------------------------------------
 
     def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
         """A `RemoteChild` for a child that the placement puts on another host, else None."""
         placement = (subagent.placement if subagent is not None else None) or self.placement
-        if placement != "spread" or len(self.names) < 2:
-            return None
+        if placement != "spread" or len(self.names) < 2 or self.server.closing:
+            return None  # with its parent (a host shutting down keeps new children here)
         # Round-robin over the other hosts, starting with the next one.
         others = len(self.names) - 1
         host = (self.server.index + 1 + next(self._next) % others) % len(self.names)
@@ -259,15 +272,21 @@ class HostPeers:
 
     # -- on a parent's host ---------------------------------------------------------------------
 
-    def ended(self, token: str, done: concurrent.futures.Future[Any]) -> None:
-        """A remote child's run ended (or its host died): tell its parent here."""
+    def ended(
+        self, token: str, end: ChildEnd | None = None, error: BaseException | None = None
+    ) -> None:
+        """A remote child's run ended (``end``), or the calls for it failed: tell its parent.
+
+        Once per run: the first verdict counts.
+        """
         entry = self.waiting.pop(token, None)
         if entry is None:
             return
         stand_in, reply = entry
         stand_in.forget_token(reply)
         node = stand_in.node
-        error = done.exception()
+        if error is not None and not host_gone(error):  # it could not even be sent
+            end, error = ChildEnd(None, portable_error(error), Usage()), None
         if error is not None:
             lost = HostLostError(
                 f"the host of subagent {node.agent_id!r} died during its run; what it had in "
@@ -282,7 +301,6 @@ class HostPeers:
                 node, then=lambda: self._deliver(stand_in, reply, ChildEnd(None, lost, Usage()))
             )
             return
-        end = done.result()
         if not isinstance(end, ChildEnd):
             end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
         self._deliver(stand_in, reply, end)

@@ -222,6 +222,7 @@ class RayRuntime:
                 return
             self._closed = True
         _OPEN.discard(self)
+        self._client.closed = True  # refs refuse at once: their hosts are going away
         handles = self._client.handles
         if not ray.is_initialized():  # the driver is gone already: its hosts went with it
             self._client.close()

@@ -22,14 +22,13 @@ from actors.context._events import system_clock
 from actors.exceptions import AgentStoppedError
 from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits
-from actors.loop._types import ResumeRun, StartRun
 from actors.models._model import Model
+from actors.ray._inputs import Adopt
 from actors.ray._lost import close_lost
-from actors.ray._outbox import Outbox, OutboxStream
+from actors.ray._outbox import Outbox
 from actors.ray._peers import HostPeers
-from actors.ray._remote_child import Adopt, RemoteChild
-from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed, portable_error
-from actors.runtime._host import HostReply, OpenStream, Query
+from actors.ray._remote_child import RemoteChild
+from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed
 from actors.runtime._local import LocalHost
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._restore import restore_tree
@@ -99,6 +98,7 @@ class HostServer:
         self.parent_hosts: dict[str, int] = {}  # adopted child id -> its parent's host
         self.outboxes: dict[str, Outbox] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
+        self.closing = False  # shutting down: children stay here, stand-ins are let go
 
     # -- trees --------------------------------------------------------------------------------
 
@@ -210,76 +210,7 @@ class HostServer:
         self.local.reserve(child_id)
         self.local.start(node, loop)
 
-    # -- the driver's messages ------------------------------------------------------------------
-
-    def run(
-        self, agent_id: str, incarnation: str | None, kind: str, payload: Any, stream: str | None
-    ) -> concurrent.futures.Future[Any]:
-        """Start (``kind="run"``) or resume a run; the future holds its `Outcome`.
-
-        With ``stream``, the run's events go to that outbox, which closes with the outcome.
-        """
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        message = (
-            StartRun(payload, "", HostReply(future))
-            if kind == "run"
-            else ResumeRun(payload, HostReply(future))
-        )
-        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        closer: list[Callable[[], None]] = []
-        outbox = self.outbox(stream) if stream is not None else None
-        try:
-            if outbox is not None:
-                self.local.send(agent_id, OpenStream(OutboxStream(outbox), closer), incarnation)
-            self.local.send(agent_id, message, incarnation)
-        except AgentStoppedError:
-            if outbox is not None:
-                outbox.close(Missing(agent_id))
-            answer.set_result(Missing(agent_id))
-            return answer
-
-        def done(ended: concurrent.futures.Future[Any]) -> None:
-            error = ended.exception()
-            outcome = Outcome(error=portable_error(error)) if error else Outcome(ended.result())
-            for close in closer:
-                close()
-            if outbox is not None:
-                outbox.close(outcome)
-            answer.set_result(outcome)
-
-        future.add_done_callback(done)
-        return answer
-
-    def tell(self, agent_id: str, incarnation: str | None, message: Any) -> Outcome | Missing:
-        """Deliver a message (cancel, steer) to an agent of this host."""
-        try:
-            self.local.send(agent_id, message, incarnation)
-        except AgentStoppedError:
-            return Missing(agent_id)
-        return Outcome()
-
-    def query(
-        self, agent_id: str, incarnation: str | None, what: str
-    ) -> concurrent.futures.Future[Any]:
-        """Ask an agent (``context``, ``status``, ``idle``) in its own turn."""
-        from actors.runtime._host import Ask
-
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        try:
-            self.local.send(agent_id, Ask(Query(what), future), incarnation)
-        except AgentStoppedError:
-            answer.set_result(Missing(agent_id))
-            return answer
-
-        def done(asked: concurrent.futures.Future[Any]) -> None:
-            error = asked.exception()
-            answer.set_result(
-                Outcome(error=portable_error(error)) if error else Outcome(asked.result())
-            )
-
-        future.add_done_callback(done)
-        return answer
+    # -- what the driver asks --------------------------------------------------------------------
 
     def holds(self, agent_id: str) -> bool:
         """Whether an agent of this id lives on this host (not as a stand-in)."""
@@ -361,6 +292,11 @@ class HostServer:
                 box = self.outboxes[key] = Outbox()
             return box
 
+    def drop_outbox(self, key: str) -> None:
+        """Forget an outbox nobody reads any more (its pull was cancelled)."""
+        with self._lock:
+            self.outboxes.pop(key, None)
+
     def take(self, key: str) -> tuple[list[Any], concurrent.futures.Future[None] | None]:
         """What an outbox holds, or a future set when it holds something."""
         box = self.outbox(key)
@@ -408,7 +344,16 @@ class HostServer:
             return len(self.local.cells)
 
     def shutdown(self, timeout: float) -> None:
-        """Stop every agent (they keep their stored status), then close the stores."""
+        """Stop every agent (they keep their stored status), then close the stores.
+
+        The stand-ins of children on other hosts go first: they are no actors of this host to
+        stop, and each child is left to its own host's shutdown.
+        """
+        self.closing = True
+        with self.local.lock:
+            stand_ins = [n.ref for n in self.local.nodes.values() if isinstance(n.ref, RemoteChild)]
+        for stand_in in stand_ins:
+            stand_in.stop(block=False)
         self.local.shutdown(timeout)
         for box in list(self.outboxes.values()):
             box.close()

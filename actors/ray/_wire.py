@@ -29,6 +29,7 @@ __all__ = [
     "Outcome",
     "RootInfo",
     "StoreRecipe",
+    "Taken",
     "TreeSeed",
     "WireReply",
     "check_travels",
@@ -254,6 +255,11 @@ class Missing:
     """The host does not hold the agent (it was restarted since, or the agent stopped)."""
 
     agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The host took an input of a lane; what it starts ends in the outbox of its key."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,26 @@ class Latch:
         await self._started.wait()
 
 
+class Gate:
+    """A Ray actor that hands values back only once it is opened.
+
+    A call whose argument is ``gate.hold.remote(value)`` waits for the gate: Ray sends the
+    calls made after it to their actor first (an async actor takes calls as they come).
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._opened = asyncio.Event()
+
+    async def hold(self, value: Any) -> Any:
+        await self._opened.wait()
+        return value
+
+    async def open(self) -> None:
+        self._opened.set()
+
+
 def _signal_latch() -> None:
     import ray
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from actors import Agent, Answer, Event, RunResult, Subagent, ToolResultMessage
-from actors.exceptions import AgentDefinitionError, UserError, WireError
+from actors.exceptions import AgentDefinitionError, AgentStoppedError, UserError, WireError
 from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 from on_ray import agents
@@ -242,9 +242,11 @@ def test_cancelling_a_tree_cancels_its_child_on_another_host(
         return agents_[f"{ref.agent_id}-sub-1"]
 
     # The parent's run ends without waiting for its children to finish cancelling; the child's
-    # host writes its end on its own time, and tells nobody here: poll the store, bounded.
+    # host writes its end on its own time, and tells nobody here: poll the store, bounded. (On
+    # the way, a cancelled child is written "idle" -- its loop's status once the run ended --
+    # just before its end makes it "cancelled".)
     deadline = time.monotonic() + BOUND
-    while child().record.status == "running" and time.monotonic() < deadline:
+    while child().record.status in ("running", "idle") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert child().record.status == "cancelled"
     assert "cancelled" in [e["type"] for e in child().context["events"]]
@@ -374,3 +376,8 @@ def test_a_closed_runtime_refuses_new_agents(ray_cluster: Any, tmp_path: Path) -
     rt.shutdown()
     with pytest.raises(UserError, match="shut down"):
         rt.spawn(Agent("b"))
+    # Its refs say so at once, as a closed Runtime's do (no wait for a cluster that is gone).
+    for use in (lambda: ref.run("again", timeout=BOUND), lambda: ref.send("x"), ref.context):
+        with pytest.raises(AgentStoppedError, match="shut down"):
+            use()
+    assert ref.status == "stopped"

@@ -1,0 +1,114 @@
+"""A host applies a lane call's inputs in order, and answers a question with the call if it can.
+
+The host's server runs here in-process (no Ray): what a lane's call does on the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import Agent, TreeLimits, UserMessage
+from actors.loop._types import CancelRun, Steer
+from actors.ray._inbox import deliver
+from actors.ray._inputs import AskInput, RunInput, TellInput
+from actors.ray._outbox import Closed
+from actors.ray._server import HostConfig, HostServer
+from actors.ray._wire import Missing, Outcome, Taken, TreeSeed
+from actors.testing import ScriptedModel
+
+BOUND = 30.0
+
+
+@pytest.fixture
+def server() -> Iterator[HostServer]:
+    config = HostConfig(
+        limits=TreeLimits(),
+        workers=2,
+        max_tool_threads=2,
+        default_model=None,
+        placement="parent",
+        tool_context_factory=None,
+    )
+    host = HostServer(0, ("host-0",), "tests", config)
+    yield host
+    host.shutdown(5)
+
+
+def spawn(server: HostServer, agent_id: str, latency: float = 0) -> None:
+    spec = Agent(agent_id, model=ScriptedModel(["done"], latency=latency))
+    server.spawn(agent_id, spec, TreeSeed(None, None, None), {})
+
+
+def closed(server: HostServer, key: str) -> Any:
+    """What the outbox ``key`` closed with (waiting for it)."""
+    items, waiter = server.take(key)
+    while not items and waiter is not None:
+        waiter.result(BOUND)
+        items, waiter = server.take(key)
+    (item,) = items
+    assert isinstance(item, Closed)
+    return item.outcome
+
+
+def test_one_call_s_inputs_reach_the_agent_in_order(server: HostServer) -> None:
+    spawn(server, "a", latency=30)
+    delivery = deliver(
+        server,
+        [
+            RunInput("a", None, "run", "go", "run-key", stream=False),
+            TellInput("a", None, Steer(UserMessage(content="also this"))),
+            TellInput("a", None, CancelRun("enough")),
+        ],
+    )
+    assert asyncio.run(delivery.answers()) == [Taken(), Taken(), Taken()]
+    assert closed(server, "run-key").value.status == "cancelled"
+    asked = deliver(server, [AskInput("a", None, "context", "ask-key")])
+    (answer,) = asyncio.run(asked.answers(BOUND))
+    events = [e["type"] for e in answer.value["events"]]
+    assert events.index("user_message") < events.index("steered") < events.index("cancelled")
+
+
+def test_a_question_answered_at_once_comes_with_the_call(server: HostServer) -> None:
+    spawn(server, "quick")
+    delivery = deliver(server, [AskInput("quick", None, "status", "key")])
+    assert asyncio.run(delivery.answers(BOUND)) == [Outcome("idle")]
+    assert "key" not in server.outboxes  # nobody will pull it
+
+
+def test_a_question_its_agent_is_slow_to_answer_goes_to_the_outbox(server: HostServer) -> None:
+    spawn(server, "busy")
+    release = threading.Event()
+    started = threading.Event()
+
+    def hold_the_turn(event: Any) -> None:  # runs in the agent's turn
+        if event.type == "turn_start":
+            started.set()
+            release.wait(BOUND)
+
+    server.local.subscribe("busy", hold_the_turn)
+    deliver(server, [RunInput("busy", None, "run", "go", "run-key", stream=False)])
+    assert started.wait(BOUND)
+    delivery = deliver(server, [AskInput("busy", None, "status", "ask-key")])
+    assert asyncio.run(delivery.answers(0.01)) == [Taken()]
+    release.set()
+    assert closed(server, "ask-key") == Outcome("running")  # asked during the run
+    assert closed(server, "run-key").value.output == "done"
+
+
+def test_an_input_for_an_agent_the_host_does_not_hold_is_missing(server: HostServer) -> None:
+    delivery = deliver(
+        server,
+        [
+            TellInput("nobody", None, CancelRun()),
+            RunInput("nobody", None, "run", "go", "run-key", stream=False),
+            AskInput("nobody", None, "status", "ask-key"),
+        ],
+    )
+    assert asyncio.run(delivery.answers()) == [Missing("nobody")] * 3
+    assert closed(server, "run-key") == Missing("nobody")  # its reader ends too
+    assert "ask-key" not in server.outboxes  # a question's is read only once taken
