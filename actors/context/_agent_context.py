@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
@@ -131,7 +131,8 @@ class AgentContext:
         self._answered_calls: set[str] = set()
         self._sent = 0  # peer messages this agent sent (numbers its next one)
         self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
-        self._listeners: list[EventListener] = []
+        # A tuple, swapped on (un)subscribe: appending iterates it without copying it.
+        self._listeners: tuple[EventListener, ...] = ()
         if metadata:
             update = ContextUpdate()
             for key, value in metadata.items():
@@ -282,11 +283,13 @@ class AgentContext:
         """Call ``listener(event)`` after each event is appended; returns an unsubscribe."""
         if not callable(listener):
             raise UserError(f"a listener is a function taking an Event, got {listener!r}")
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            listeners = list(self._listeners)
+            if listener in listeners:
+                listeners.remove(listener)
+                self._listeners = tuple(listeners)
 
         return unsubscribe
 
@@ -299,16 +302,18 @@ class AgentContext:
         *,
         message: Message | None = None,
         update: ContextUpdate | None = None,
+        usage: Usage | None = None,
     ) -> Event:
         now = self._clock()
         if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
-        event = _new_event(len(self._events), event_type, data, now)
-        self._apply(event, message=message, update=update)
-        self._events.append(event)
-        if self._listeners:
-            for listener in tuple(self._listeners):
-                listener(event)
+        events = self._events
+        event = _new_event(len(events), event_type, data, now)
+        if event_type not in _INERT:  # most of a step's events fold into nothing
+            self._apply(event, message=message, update=update, usage=usage)
+        events.append(event)
+        for listener in self._listeners:  # a tuple: (un)subscribing meanwhile swaps it
+            listener(event)
         return event
 
     def _apply(
@@ -317,8 +322,13 @@ class AgentContext:
         *,
         message: Message | None = None,
         update: ContextUpdate | None = None,
+        usage: Usage | None = None,
     ) -> None:
-        """Fold one event into the projections. The single definition of what events mean."""
+        """Fold one event into the projections. The single definition of what events mean.
+
+        ``message``, ``update`` and ``usage`` are the event's payload already parsed (by the
+        caller that built the data from them): they are folded instead of the data read again.
+        """
         kind, data = event.type, event.data
         if kind in _INERT:
             return  # bookkeeping that projects to nothing (most of a step's events)
@@ -349,9 +359,9 @@ class AgentContext:
             self._metadata = update.fold(self._metadata, warn_dropped_events=False)
             self._frozen_metadata = None
         elif kind == "usage":
-            self._usage = self._usage + Usage(**data)
+            self._usage = self._usage + (usage if usage is not None else Usage(**data))
         elif kind == "tool_call":
-            self._usage = self._usage + Usage(tool_calls=1)
+            self._usage = self._usage + _ONE_TOOL_CALL
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
@@ -373,7 +383,7 @@ class AgentContext:
         if isinstance(message, AssistantMessage):
             if not message.tool_calls:
                 self._needs_response = False
-        elif isinstance(message, UserMessage | ToolResultMessage):
+        elif not isinstance(message, SystemMessage):  # a user message or a tool result
             self._needs_response = True
 
     # -- writing ----------------------------------------------------------------------------
@@ -391,8 +401,9 @@ class AgentContext:
                 f"add_message takes a message (UserMessage, AssistantMessage, ...), "
                 f"got {type(message).__name__}"
             )
-        _check_source(source)
-        data = message.model_dump(mode="json")
+        if source is not None:
+            _check_source(source)
+        data = _data_of(message)
         if source is not None:
             data["source"] = source
         return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
@@ -418,9 +429,22 @@ class AgentContext:
         """Add a model request's usage to the agent's (recorded as a ``usage`` event)."""
         if not isinstance(usage, Usage):
             raise UserError(f"add_usage takes a Usage, got {type(usage).__name__}")
-        if not (usage.requests or usage.input_tokens or usage.output_tokens or usage.tool_calls):
+        requests, tokens_in, tokens_out, calls = (
+            usage.requests,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.tool_calls,
+        )
+        if not (requests or tokens_in or tokens_out or calls):
             return None
-        return self._append("usage", usage.model_dump())
+        # The data is what ``usage.model_dump()`` gives, built directly (a hot path).
+        data = {
+            "requests": requests,
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "tool_calls": calls,
+        }
+        return self._append("usage", data, usage=usage)
 
     def log_event(self, event_type: str, data: Mapping[str, Any] | None = None) -> Event | None:
         """Append a bookkeeping event (one that projects to no message).
@@ -752,6 +776,39 @@ def _plain(data: object, what: str) -> dict[str, Any]:
         raise UserError(f"{exc}; event data is plain JSON (dict, list, str, numbers)") from None
 
 
+def _data_of(message: Message) -> dict[str, Any]:
+    """An event's data for ``message``: what ``message.model_dump(mode="json")`` gives.
+
+    Built directly for the framework's own message classes (every message of a step passes
+    here); a tool call's arguments are plain JSON already (`ToolCall` copies them so) and are
+    shared with the call, as the ``tool_call`` event shares them. A subclass of a message is
+    dumped by pydantic.
+    """
+    kind = type(message)
+    if kind is UserMessage or kind is SystemMessage:
+        return {"role": message.role, "content": cast("UserMessage", message).content}
+    if kind is ToolResultMessage:
+        result = cast("ToolResultMessage", message)
+        return {
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "tool_name": result.tool_name,
+            "content": result.content,
+            "is_error": result.is_error,
+        }
+    if kind is AssistantMessage:
+        reply = cast("AssistantMessage", message)
+        # pydantic dumps a call by the field's type (`ToolCall`), whatever its class: so here.
+        return {
+            "role": "assistant",
+            "content": reply.content,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+            ],
+        }
+    return message.model_dump(mode="json")
+
+
 def _message_of(data: Mapping[str, Any]) -> Message:
     if "source" in data:
         data = {key: value for key, value in data.items() if key != "source"}
@@ -761,6 +818,8 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 _ALL_EVENT_FIELDS = frozenset(Event.model_fields)
 _new_model = Event.__new__
 _set = object.__setattr__
+
+_ONE_TOOL_CALL = Usage(tool_calls=1)
 
 _INERT = frozenset(
     {
