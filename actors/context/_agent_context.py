@@ -29,9 +29,15 @@ from actors.context._messages import (
 )
 from actors.context._payloads import PayloadError, check_payload
 from actors.context._read_only import read_only
-from actors.context._run_context import Delegator, RunContext
+from actors.context._run_context import (
+    Delegator,
+    RunContext,
+    unchecked_run_context,
+    with_delegator,
+)
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
+from actors.context._unchecked import SetFields, unchecked
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
@@ -482,13 +488,10 @@ class AgentContext:
                 "framework events carry the fields the framework writes"
             ) from None
 
-    def _record(self, event_type: str, data: dict[str, Any]) -> Event:
-        """Append a framework bookkeeping event built by the runtime itself.
-
-        The agent loop's own events are plain JSON by construction, so the checks of
-        `log_event` (which guard data coming from users) are skipped on this hot path.
-        """
-        return self._append(event_type, data)
+    # Append a framework bookkeeping event built by the runtime itself. The agent loop's own
+    # events are plain JSON by construction, so the checks of `log_event` (which guard data
+    # coming from users) are skipped on this hot path: it is `_append` under a second name.
+    _record = _append
 
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
@@ -653,21 +656,21 @@ class AgentContext:
         """
         if not isinstance(call, ToolCall):
             raise UserError(f"run_context takes a ToolCall, got {type(call).__name__}")
-        return RunContext(
-            tool_context=read_only(tool_context) if tool_context is not None else _NO_TOOL_CONTEXT,
-            metadata=metadata if metadata is not None else self.metadata_snapshot(),
-            agent_id=self.agent_id,
-            parent_id=self.parent_id,
-            run_id=self._run_id or "",
-            tool_call_id=call.id,
-            tool_name=call.name,
-            retry=retry,
-            usage=self._usage,
-            timeout=timeout,
-            cancellation=cancellation or CancellationToken(),
-            answer=answer,
-            _delegator=delegator,
+        ctx = unchecked_run_context(
+            read_only(tool_context) if tool_context is not None else _NO_TOOL_CONTEXT,
+            metadata if metadata is not None else self.metadata_snapshot(),
+            self.agent_id,
+            self.parent_id,
+            self._run_id or "",
+            call.id,
+            call.name,
+            retry,
+            self._usage,
+            timeout,
+            cancellation or CancellationToken(),
+            answer,
         )
+        return ctx if delegator is None else with_delegator(ctx, delegator)
 
     # -- rebuilding -------------------------------------------------------------------------
 
@@ -815,9 +818,7 @@ def _message_of(data: Mapping[str, Any]) -> Message:
     return message_adapter.validate_python(data)
 
 
-_ALL_EVENT_FIELDS = frozenset(Event.model_fields)
-_new_model = Event.__new__
-_set = object.__setattr__
+_ALL_EVENT_FIELDS = SetFields(Event.model_fields)
 
 _ONE_TOOL_CALL = Usage(tool_calls=1)
 
@@ -840,16 +841,9 @@ _INERT = frozenset(
 
 
 def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
-    """An `Event` without validation: what ``model_construct`` does, minus its generality.
+    """An `Event` without validation (see `unchecked`): the context builds every field itself.
 
-    Appending is the hottest path of an agent (a dozen events per run), and the context builds
-    every field itself.
+    Appending is the hottest path of an agent (a dozen events per run).
     """
-    event = _new_model(Event)
-    _set(
-        event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
-    )
-    _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
-    return event
+    values = {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
+    return unchecked(Event, values, _ALL_EVENT_FIELDS)

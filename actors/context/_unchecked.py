@@ -1,0 +1,49 @@
+"""Models built without validation, from values the framework made and checked itself.
+
+An agent builds a dozen events and a few messages per run from strings it holds and counts it
+made: validating them again is most of what building them costs. `unchecked` sets a model's
+fields the way ``model_construct`` does, minus its generality; `SetFields` is the
+``__pydantic_fields_set__`` such models share, which pydantic copies into a plain set whenever
+it copies a model (``model_copy(update=...)`` adds to the copy).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["SetFields", "unchecked"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_set = object.__setattr__
+
+
+class SetFields(frozenset[str]):
+    """The names of a model's explicitly set fields, shared by every model built one way.
+
+    Immutable, so one instance serves them all; a copy (pydantic's, when it copies a model) is
+    a plain, mutable set of the same names.
+    """
+
+    __slots__ = ()
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> set[str]:
+        return set(self)
+
+
+def unchecked(cls: type[M], values: dict[str, Any], fields_set: SetFields) -> M:
+    """A ``cls`` holding ``values`` (every field, in field order), validated by no one.
+
+    The caller guarantees the values are what validation would have kept.
+    """
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
