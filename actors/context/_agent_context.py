@@ -121,7 +121,10 @@ class AgentContext:
         self._overlay: str | None = None
         self._clock = clock
         self._events: list[Event] = []
-        self._entries: list[TranscriptEntry] = []
+        # The transcript's entries (see `entries`) as three parallel lists: no tuple per message
+        # (a simulation keeps millions, and the collector scans every one it is given).
+        self._created: list[datetime] = []  # each message's created_at
+        self._seqs: list[int] = []  # the seq of the event behind each message
         # The messages alone, in a list that is only ever appended to: views share it (see
         # `MessageView`). A replace event swaps in a new list, and a new generation.
         self._messages: list[Message] = []
@@ -184,7 +187,7 @@ class AgentContext:
     @property
     def entries(self) -> tuple[TranscriptEntry, ...]:
         """The transcript with each message's ``created_at`` and the seq of its event."""
-        return tuple(self._entries)
+        return tuple(map(TranscriptEntry, self._messages, self._created, self._seqs))
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -219,8 +222,8 @@ class AgentContext:
         starts its first run), so it is persisted and restored as it was. What the current code
         adds for the model is the overlay (`system_prompt_overlay`).
         """
-        if self._entries:
-            first = self._entries[0].message
+        if self._messages:
+            first = self._messages[0]
             if isinstance(first, SystemMessage):
                 return first.content
         return None
@@ -341,19 +344,20 @@ class AgentContext:
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
-            self._entries.append(TranscriptEntry(message, event.created_at, event.seq))
             self._messages.append(message)
+            self._created.append(event.created_at)
+            self._seqs.append(event.seq)
             self._note_response(message)
         elif kind == REPLACE:
             first, last = data["first"], data["last"]
             if message is None:
                 message = message_adapter.validate_python(data["message"])
-            if not (0 <= first <= last < len(self._entries)):
+            if not (0 <= first <= last < len(self._messages)):
                 _log.warning("replace event outside the transcript ignored", seq=event.seq)
                 return
-            created_at = self._entries[first].created_at
-            touches_end = last == len(self._entries) - 1
-            self._entries[first : last + 1] = [TranscriptEntry(message, created_at, event.seq)]
+            touches_end = last == len(self._messages) - 1
+            self._created[first : last + 1] = [self._created[first]]
+            self._seqs[first : last + 1] = [event.seq]
             # Copy on write: views handed out before keep the list they read.
             self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
             self._generation += 1
@@ -551,7 +555,7 @@ class AgentContext:
         for label, value in (("first", first), ("last", last)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise UserError(f"{label} must be an int message position, got {value!r}")
-        size = len(self._entries)
+        size = len(self._messages)
         if not 0 <= first <= last < size:
             _log.warning(
                 "replace outside the transcript ignored", first=first, last=last, size=size
@@ -759,7 +763,7 @@ class AgentContext:
 
     def __repr__(self) -> str:
         return (
-            f"<AgentContext {self.agent_id!r} messages={len(self._entries)} "
+            f"<AgentContext {self.agent_id!r} messages={len(self._messages)} "
             f"events={len(self._events)} iteration={self._iteration}>"
         )
 
