@@ -37,7 +37,7 @@ from actors.context._run_context import (
 )
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._unchecked import SetFields, unchecked
+from actors.context._unchecked import SetFields
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
@@ -317,7 +317,17 @@ class AgentContext:
         if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
         events = self._events
-        event = _new_event(len(events), event_type, data, now)
+        # An Event built as `unchecked` builds one, inlined: the context made every field
+        # itself, and this is the hottest line of an agent (a dozen events per run).
+        event = _new_model(Event)
+        _set(
+            event,
+            "__dict__",
+            {"seq": len(events), "type": event_type, "data": data, "created_at": now},
+        )
+        _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
         if event_type not in _INERT:  # most of a step's events fold into nothing
             self._apply(event, message=message, update=update, usage=usage)
         events.append(event)
@@ -348,6 +358,20 @@ class AgentContext:
             self._created.append(event.created_at)
             self._seqs.append(event.seq)
             self._note_response(message)
+        elif kind == "usage":
+            self._usage = self._usage + (usage if usage is not None else Usage(**data))
+        elif kind == "tool_call":
+            self._usage = self._usage + _ONE_TOOL_CALL
+        elif kind == "turn_start":
+            self._iteration = 0
+            self._run_id = data.get("run_id")
+        elif kind == "step_start":
+            self._iteration = int(data.get("iteration", self._iteration + 1))
+        elif kind == "context_update":
+            if update is None:
+                update = ContextUpdate.from_json(data["ops"])
+            self._metadata = update.fold(self._metadata, warn_dropped_events=False)
+            self._frozen_metadata = None
         elif kind == REPLACE:
             first, last = data["first"], data["last"]
             if message is None:
@@ -363,20 +387,6 @@ class AgentContext:
             self._generation += 1
             if touches_end:
                 self._note_response(message)
-        elif kind == "context_update":
-            if update is None:
-                update = ContextUpdate.from_json(data["ops"])
-            self._metadata = update.fold(self._metadata, warn_dropped_events=False)
-            self._frozen_metadata = None
-        elif kind == "usage":
-            self._usage = self._usage + (usage if usage is not None else Usage(**data))
-        elif kind == "tool_call":
-            self._usage = self._usage + _ONE_TOOL_CALL
-        elif kind == "turn_start":
-            self._iteration = 0
-            self._run_id = data.get("run_id")
-        elif kind == "step_start":
-            self._iteration = int(data.get("iteration", self._iteration + 1))
         elif kind == "suspended":
             request_id, _ = data["request"]["id"], data["tool_call"]["id"]
             self._suspended[request_id] = data
@@ -390,7 +400,10 @@ class AgentContext:
                 self._heard[sender] = number
 
     def _note_response(self, message: Message) -> None:
-        if isinstance(message, AssistantMessage):
+        kind = type(message)
+        if kind is UserMessage or kind is ToolResultMessage:  # the common cases, checked first
+            self._needs_response = True
+        elif isinstance(message, AssistantMessage):
             if not message.tool_calls:
                 self._needs_response = False
         elif not isinstance(message, SystemMessage):  # a user message or a tool result
@@ -844,10 +857,5 @@ _INERT = frozenset(
 """Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
-def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
-    """An `Event` without validation (see `unchecked`): the context builds every field itself.
-
-    Appending is the hottest path of an agent (a dozen events per run).
-    """
-    values = {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
-    return unchecked(Event, values, _ALL_EVENT_FIELDS)
+_new_model = Event.__new__
+_set = object.__setattr__

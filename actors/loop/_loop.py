@@ -222,13 +222,14 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
     @property
     def status(self) -> LoopStatus:
         """``idle``, ``running`` (a model call or tool in flight) or ``suspended``."""
-        if self._run is None:
-            return "idle"
         run = self._run
+        if run is None:
+            return "idle"
         if run.awaiting_model or run.validation is not None:
             return "running"
-        if any(c.state == "running" for c in run.calls.values()):
-            return "running"
+        for call in run.calls.values():  # a loop, not any(): hosts ask after every input
+            if call.state == "running":
+                return "running"
         return "suspended"
 
     @property
@@ -371,7 +372,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             for steer, source in run.steering:
                 ctx.add_message(steer, source=source)
             run.steering.clear()
-        if ctx.max_iterations_reached():
+        if ctx.iteration >= ctx.max_iterations:
             return self._fail(
                 MaxIterationsExceeded(
                     f"agent {ctx.agent_id!r} made {ctx.iteration} model requests in this run "
@@ -380,19 +381,23 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                 ),
                 reason="limit",
             )
-        if problem := self._usage_problem(before_request=True):
+        if self._counts_usage and (problem := self._usage_problem(before_request=True)):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
         if self._instructions_fn is None:
-            ctx.put_system_prompt_overlay(self._static_overlay)
+            if ctx.system_prompt_overlay != self._static_overlay:
+                ctx.put_system_prompt_overlay(self._static_overlay)
         else:
             overlay = self._overlay()
             if isinstance(overlay, RunFailedError):
                 return self._fail(overlay, reason="error")
             ctx.put_system_prompt_overlay(overlay)
         run.step += 1
-        run.calls = {}
-        run.chains = {}
-        self._refresh_tools()  # a toolset's list may have changed since the last step
+        if run.calls:
+            run.calls = {}
+        if run.chains:
+            run.chains = {}
+        if self._views:
+            self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         header: dict[str, Any] = {
             "model": self.model.name,
@@ -468,11 +473,12 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                 "model": response.model_name,
             },
         )
-        if problem := self._usage_problem(new_calls=len(reply.tool_calls)):
+        calls = reply.tool_calls
+        if self._counts_usage and (problem := self._usage_problem(new_calls=len(calls))):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
-        if not reply.tool_calls:
+        if not calls:
             return self._final_text(reply)
-        return self._dispatch(reply.tool_calls)
+        return self._dispatch(calls)
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -666,8 +672,9 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         run = self._run
         assert run is not None
         calls = run.calls.values()
-        if any(c.state == "running" for c in calls):
-            return []
+        for slot in calls:
+            if slot.state == "running":
+                return []
         self.current_tool = None
         ctx = self.ctx
         sets: list[tuple[str, ContextUpdate]] = []

@@ -32,7 +32,7 @@ from actors.loop._types import (
     SendMessage,
     ToolFinished,
 )
-from actors.models._model import Model
+from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
 from actors.runtime._host import Ask, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
@@ -242,7 +242,7 @@ class SimHost(InlineHost):
             return self.model_reply(cell, effect)
         try:
             response = respond(effect.request)
-            if inspect.isawaitable(response):
+            if type(response) is not ModelResponse and inspect.isawaitable(response):
                 response = self.run_coroutine(_awaited(response))
         except Exception as exc:
             return ModelReplied(effect.run_id, effect.step, error=exc)
