@@ -37,7 +37,7 @@ from actors.context._run_context import (
 )
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._unchecked import SetFields
+from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
@@ -325,9 +325,9 @@ class AgentContext:
             "__dict__",
             {"seq": len(events), "type": event_type, "data": data, "created_at": now},
         )
-        _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-        _set(event, "__pydantic_extra__", None)
-        _set(event, "__pydantic_private__", None)
+        set_fields_set(event, _ALL_EVENT_FIELDS)
+        set_extra(event, None)
+        set_private(event, None)
         if event_type not in _INERT:  # most of a step's events fold into nothing
             self._apply(event, message=message, update=update, usage=usage)
         events.append(event)
@@ -857,5 +857,5 @@ _INERT = frozenset(
 """Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
-_new_model = Event.__new__
+_new_model = object.__new__
 _set = object.__setattr__

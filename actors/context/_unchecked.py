@@ -13,11 +13,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["SetFields", "unchecked"]
+__all__ = ["SetFields", "set_extra", "set_fields_set", "set_private", "unchecked"]
 
 M = TypeVar("M", bound=BaseModel)
 
+_new = object.__new__
 _set = object.__setattr__
+# pydantic keeps these three in slots of `BaseModel`: set through their descriptors directly.
+set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 class SetFields(frozenset[str]):
@@ -41,9 +46,9 @@ def unchecked(cls: type[M], values: dict[str, Any], fields_set: SetFields) -> M:
 
     The caller guarantees the values are what validation would have kept.
     """
-    model = cls.__new__(cls)
+    model = _new(cls)
     _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    set_fields_set(model, fields_set)
+    set_extra(model, None)
+    set_private(model, None)
     return model

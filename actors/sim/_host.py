@@ -34,7 +34,7 @@ from actors.loop._types import (
 )
 from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
-from actors.runtime._host import Ask, ExpireRun, ParentReply
+from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._tombstone import TreeNode
 
@@ -132,8 +132,14 @@ class SimHost(InlineHost):
 
     def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
         """Queue a message for an agent, ``delay`` virtual seconds from now."""
+        if not isinstance(
+            message, DelegateDone
+        ):  # nearly every message: queued, as `schedule` does
+            heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
+            self._pending += 1
+            return
         queued = len(self._queue)
-        super().tell(agent_id, message, delay)
+        super().tell(agent_id, message, delay)  # may hand it to its parent's turn at once
         if len(self._queue) > queued:
             self._pending += 1
 
