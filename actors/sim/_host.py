@@ -132,9 +132,8 @@ class SimHost(InlineHost):
 
     def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
         """Queue a message for an agent, ``delay`` virtual seconds from now."""
-        if not isinstance(
-            message, DelegateDone
-        ):  # nearly every message: queued, as `schedule` does
+        # Nearly every message: queued here, as `schedule` queues world calls.
+        if not isinstance(message, DelegateDone):
             heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
             self._pending += 1
             return
