@@ -36,6 +36,7 @@ from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
 from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
+from actors.runtime._node import AgentNode
 from actors.runtime._tombstone import TreeNode
 
 __all__ = ["Duration", "SimHost", "WorldCall"]
@@ -121,6 +122,11 @@ class SimHost(InlineHost):
         heapq.heappush(self._queue, (when, next(self._seq), "", call))
 
     # -- the queue ----------------------------------------------------------------------------
+
+    def persist(self, node: AgentNode) -> None:
+        """Nothing to write: a simulation's trees have no store (asked after every input)."""
+        if node.tree.store is not None:  # pragma: no cover - no simulation makes one
+            super().persist(node)
 
     def add(self, node: Any, context: Any) -> AgentCell:
         """Host a fresh agent; its events join the simulation's log as they are appended."""
