@@ -329,7 +329,7 @@ class AgentContext:
         set_extra(event, None)
         set_private(event, None)
         if event_type not in _INERT:  # most of a step's events fold into nothing
-            self._apply(event, message=message, update=update, usage=usage)
+            self._fold(event, message, update, usage)
         events.append(event)
         for listener in self._listeners:  # a tuple: (un)subscribing meanwhile swaps it
             listener(event)
@@ -348,9 +348,18 @@ class AgentContext:
         ``message``, ``update`` and ``usage`` are the event's payload already parsed (by the
         caller that built the data from them): they are folded instead of the data read again.
         """
+        if event.type not in _INERT:  # bookkeeping that projects to nothing: most events
+            self._fold(event, message, update, usage)
+
+    def _fold(
+        self,
+        event: Event,
+        message: Message | None,
+        update: ContextUpdate | None,
+        usage: Usage | None,
+    ) -> None:
+        """`_apply` for an event that may project to something (its type is not inert)."""
         kind, data = event.type, event.data
-        if kind in _INERT:
-            return  # bookkeeping that projects to nothing (most of a step's events)
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
