@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
@@ -29,9 +29,15 @@ from actors.context._messages import (
 )
 from actors.context._payloads import PayloadError, check_payload
 from actors.context._read_only import read_only
-from actors.context._run_context import Delegator, RunContext
+from actors.context._run_context import (
+    Delegator,
+    RunContext,
+    unchecked_run_context,
+    with_delegator,
+)
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
+from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage
 from actors.exceptions import InvalidUpdateError, UserError
@@ -115,7 +121,10 @@ class AgentContext:
         self._overlay: str | None = None
         self._clock = clock
         self._events: list[Event] = []
-        self._entries: list[TranscriptEntry] = []
+        # The transcript's entries (see `entries`) as three parallel lists: no tuple per message
+        # (a simulation keeps millions, and the collector scans every one it is given).
+        self._created: list[datetime] = []  # each message's created_at
+        self._seqs: list[int] = []  # the seq of the event behind each message
         # The messages alone, in a list that is only ever appended to: views share it (see
         # `MessageView`). A replace event swaps in a new list, and a new generation.
         self._messages: list[Message] = []
@@ -131,7 +140,8 @@ class AgentContext:
         self._answered_calls: set[str] = set()
         self._sent = 0  # peer messages this agent sent (numbers its next one)
         self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
-        self._listeners: list[EventListener] = []
+        # A tuple, swapped on (un)subscribe: appending iterates it without copying it.
+        self._listeners: tuple[EventListener, ...] = ()
         if metadata:
             update = ContextUpdate()
             for key, value in metadata.items():
@@ -177,7 +187,7 @@ class AgentContext:
     @property
     def entries(self) -> tuple[TranscriptEntry, ...]:
         """The transcript with each message's ``created_at`` and the seq of its event."""
-        return tuple(self._entries)
+        return tuple(map(TranscriptEntry, self._messages, self._created, self._seqs))
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -212,8 +222,8 @@ class AgentContext:
         starts its first run), so it is persisted and restored as it was. What the current code
         adds for the model is the overlay (`system_prompt_overlay`).
         """
-        if self._entries:
-            first = self._entries[0].message
+        if self._messages:
+            first = self._messages[0]
             if isinstance(first, SystemMessage):
                 return first.content
         return None
@@ -282,11 +292,13 @@ class AgentContext:
         """Call ``listener(event)`` after each event is appended; returns an unsubscribe."""
         if not callable(listener):
             raise UserError(f"a listener is a function taking an Event, got {listener!r}")
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            listeners = list(self._listeners)
+            if listener in listeners:
+                listeners.remove(listener)
+                self._listeners = tuple(listeners)
 
         return unsubscribe
 
@@ -299,16 +311,28 @@ class AgentContext:
         *,
         message: Message | None = None,
         update: ContextUpdate | None = None,
+        usage: Usage | None = None,
     ) -> Event:
         now = self._clock()
         if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
-        event = _new_event(len(self._events), event_type, data, now)
-        self._apply(event, message=message, update=update)
-        self._events.append(event)
-        if self._listeners:
-            for listener in tuple(self._listeners):
-                listener(event)
+        events = self._events
+        # An Event built as `unchecked` builds one, inlined: the context made every field
+        # itself, and this is the hottest line of an agent (a dozen events per run).
+        event = _new_model(Event)
+        _set(
+            event,
+            "__dict__",
+            {"seq": len(events), "type": event_type, "data": data, "created_at": now},
+        )
+        set_fields_set(event, _ALL_EVENT_FIELDS)
+        set_extra(event, None)
+        set_private(event, None)
+        if event_type not in _INERT:  # most of a step's events fold into nothing
+            self._fold(event, message, update, usage)
+        events.append(event)
+        for listener in self._listeners:  # a tuple: (un)subscribing meanwhile swaps it
+            listener(event)
         return event
 
     def _apply(
@@ -317,46 +341,61 @@ class AgentContext:
         *,
         message: Message | None = None,
         update: ContextUpdate | None = None,
+        usage: Usage | None = None,
     ) -> None:
-        """Fold one event into the projections. The single definition of what events mean."""
+        """Fold one event into the projections. The single definition of what events mean.
+
+        ``message``, ``update`` and ``usage`` are the event's payload already parsed (by the
+        caller that built the data from them): they are folded instead of the data read again.
+        """
+        if event.type not in _INERT:  # bookkeeping that projects to nothing: most events
+            self._fold(event, message, update, usage)
+
+    def _fold(
+        self,
+        event: Event,
+        message: Message | None,
+        update: ContextUpdate | None,
+        usage: Usage | None,
+    ) -> None:
+        """`_apply` for an event that may project to something (its type is not inert)."""
         kind, data = event.type, event.data
-        if kind in _INERT:
-            return  # bookkeeping that projects to nothing (most of a step's events)
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
-            self._entries.append(TranscriptEntry(message, event.created_at, event.seq))
             self._messages.append(message)
+            self._created.append(event.created_at)
+            self._seqs.append(event.seq)
             self._note_response(message)
-        elif kind == REPLACE:
-            first, last = data["first"], data["last"]
-            if message is None:
-                message = message_adapter.validate_python(data["message"])
-            if not (0 <= first <= last < len(self._entries)):
-                _log.warning("replace event outside the transcript ignored", seq=event.seq)
-                return
-            created_at = self._entries[first].created_at
-            touches_end = last == len(self._entries) - 1
-            self._entries[first : last + 1] = [TranscriptEntry(message, created_at, event.seq)]
-            # Copy on write: views handed out before keep the list they read.
-            self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
-            self._generation += 1
-            if touches_end:
-                self._note_response(message)
-        elif kind == "context_update":
-            if update is None:
-                update = ContextUpdate.from_json(data["ops"])
-            self._metadata = update.fold(self._metadata, warn_dropped_events=False)
-            self._frozen_metadata = None
         elif kind == "usage":
-            self._usage = self._usage + Usage(**data)
+            self._usage = self._usage + (usage if usage is not None else Usage(**data))
         elif kind == "tool_call":
-            self._usage = self._usage + Usage(tool_calls=1)
+            self._usage = self._usage + _ONE_TOOL_CALL
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
         elif kind == "step_start":
             self._iteration = int(data.get("iteration", self._iteration + 1))
+        elif kind == "context_update":
+            if update is None:
+                update = ContextUpdate.from_json(data["ops"])
+            self._metadata = update.fold(self._metadata, warn_dropped_events=False)
+            self._frozen_metadata = None
+        elif kind == REPLACE:
+            first, last = data["first"], data["last"]
+            if message is None:
+                message = message_adapter.validate_python(data["message"])
+            if not (0 <= first <= last < len(self._messages)):
+                _log.warning("replace event outside the transcript ignored", seq=event.seq)
+                return
+            touches_end = last == len(self._messages) - 1
+            self._created[first : last + 1] = [self._created[first]]
+            self._seqs[first : last + 1] = [event.seq]
+            # Copy on write: views handed out before keep the list they read.
+            self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
+            self._generation += 1
+            if touches_end:
+                self._note_response(message)
         elif kind == "suspended":
             request_id, _ = data["request"]["id"], data["tool_call"]["id"]
             self._suspended[request_id] = data
@@ -370,10 +409,13 @@ class AgentContext:
                 self._heard[sender] = number
 
     def _note_response(self, message: Message) -> None:
-        if isinstance(message, AssistantMessage):
+        kind = type(message)
+        if kind is UserMessage or kind is ToolResultMessage:  # the common cases, checked first
+            self._needs_response = True
+        elif isinstance(message, AssistantMessage):
             if not message.tool_calls:
                 self._needs_response = False
-        elif isinstance(message, UserMessage | ToolResultMessage):
+        elif not isinstance(message, SystemMessage):  # a user message or a tool result
             self._needs_response = True
 
     # -- writing ----------------------------------------------------------------------------
@@ -391,8 +433,9 @@ class AgentContext:
                 f"add_message takes a message (UserMessage, AssistantMessage, ...), "
                 f"got {type(message).__name__}"
             )
-        _check_source(source)
-        data = message.model_dump(mode="json")
+        if source is not None:
+            _check_source(source)
+        data = _data_of(message)
         if source is not None:
             data["source"] = source
         return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
@@ -418,9 +461,22 @@ class AgentContext:
         """Add a model request's usage to the agent's (recorded as a ``usage`` event)."""
         if not isinstance(usage, Usage):
             raise UserError(f"add_usage takes a Usage, got {type(usage).__name__}")
-        if not (usage.requests or usage.input_tokens or usage.output_tokens or usage.tool_calls):
+        requests, tokens_in, tokens_out, calls = (
+            usage.requests,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.tool_calls,
+        )
+        if not (requests or tokens_in or tokens_out or calls):
             return None
-        return self._append("usage", usage.model_dump())
+        # The data is what ``usage.model_dump()`` gives, built directly (a hot path).
+        data = {
+            "requests": requests,
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "tool_calls": calls,
+        }
+        return self._append("usage", data, usage=usage)
 
     def log_event(self, event_type: str, data: Mapping[str, Any] | None = None) -> Event | None:
         """Append a bookkeeping event (one that projects to no message).
@@ -458,13 +514,10 @@ class AgentContext:
                 "framework events carry the fields the framework writes"
             ) from None
 
-    def _record(self, event_type: str, data: dict[str, Any]) -> Event:
-        """Append a framework bookkeeping event built by the runtime itself.
-
-        The agent loop's own events are plain JSON by construction, so the checks of
-        `log_event` (which guard data coming from users) are skipped on this hot path.
-        """
-        return self._append(event_type, data)
+    # Append a framework bookkeeping event built by the runtime itself. The agent loop's own
+    # events are plain JSON by construction, so the checks of `log_event` (which guard data
+    # coming from users) are skipped on this hot path: it is `_append` under a second name.
+    _record = _append
 
     def apply_update(self, update: ContextUpdate, *, source: str | None = None) -> list[Event]:
         """Apply a tool's `ContextUpdate`: metadata operations first, then its events in order.
@@ -524,7 +577,7 @@ class AgentContext:
         for label, value in (("first", first), ("last", last)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise UserError(f"{label} must be an int message position, got {value!r}")
-        size = len(self._entries)
+        size = len(self._messages)
         if not 0 <= first <= last < size:
             _log.warning(
                 "replace outside the transcript ignored", first=first, last=last, size=size
@@ -629,21 +682,21 @@ class AgentContext:
         """
         if not isinstance(call, ToolCall):
             raise UserError(f"run_context takes a ToolCall, got {type(call).__name__}")
-        return RunContext(
-            tool_context=read_only(tool_context) if tool_context is not None else _NO_TOOL_CONTEXT,
-            metadata=metadata if metadata is not None else self.metadata_snapshot(),
-            agent_id=self.agent_id,
-            parent_id=self.parent_id,
-            run_id=self._run_id or "",
-            tool_call_id=call.id,
-            tool_name=call.name,
-            retry=retry,
-            usage=self._usage,
-            timeout=timeout,
-            cancellation=cancellation or CancellationToken(),
-            answer=answer,
-            _delegator=delegator,
+        ctx = unchecked_run_context(
+            read_only(tool_context) if tool_context is not None else _NO_TOOL_CONTEXT,
+            metadata if metadata is not None else self.metadata_snapshot(),
+            self.agent_id,
+            self.parent_id,
+            self._run_id or "",
+            call.id,
+            call.name,
+            retry,
+            self._usage,
+            timeout,
+            cancellation or CancellationToken(),
+            answer,
         )
+        return ctx if delegator is None else with_delegator(ctx, delegator)
 
     # -- rebuilding -------------------------------------------------------------------------
 
@@ -732,7 +785,7 @@ class AgentContext:
 
     def __repr__(self) -> str:
         return (
-            f"<AgentContext {self.agent_id!r} messages={len(self._entries)} "
+            f"<AgentContext {self.agent_id!r} messages={len(self._messages)} "
             f"events={len(self._events)} iteration={self._iteration}>"
         )
 
@@ -752,15 +805,48 @@ def _plain(data: object, what: str) -> dict[str, Any]:
         raise UserError(f"{exc}; event data is plain JSON (dict, list, str, numbers)") from None
 
 
+def _data_of(message: Message) -> dict[str, Any]:
+    """An event's data for ``message``: what ``message.model_dump(mode="json")`` gives.
+
+    Built directly for the framework's own message classes (every message of a step passes
+    here); a tool call's arguments are plain JSON already (`ToolCall` copies them so) and are
+    shared with the call, as the ``tool_call`` event shares them. A subclass of a message is
+    dumped by pydantic.
+    """
+    kind = type(message)
+    if kind is UserMessage or kind is SystemMessage:
+        return {"role": message.role, "content": cast("UserMessage", message).content}
+    if kind is ToolResultMessage:
+        result = cast("ToolResultMessage", message)
+        return {
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "tool_name": result.tool_name,
+            "content": result.content,
+            "is_error": result.is_error,
+        }
+    if kind is AssistantMessage:
+        reply = cast("AssistantMessage", message)
+        # pydantic dumps a call by the field's type (`ToolCall`), whatever its class: so here.
+        return {
+            "role": "assistant",
+            "content": reply.content,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+            ],
+        }
+    return message.model_dump(mode="json")
+
+
 def _message_of(data: Mapping[str, Any]) -> Message:
     if "source" in data:
         data = {key: value for key, value in data.items() if key != "source"}
     return message_adapter.validate_python(data)
 
 
-_ALL_EVENT_FIELDS = frozenset(Event.model_fields)
-_new_model = Event.__new__
-_set = object.__setattr__
+_ALL_EVENT_FIELDS = SetFields(Event.model_fields)
+
+_ONE_TOOL_CALL = Usage(tool_calls=1)
 
 _INERT = frozenset(
     {
@@ -780,17 +866,5 @@ _INERT = frozenset(
 """Framework event types that `_apply` folds into nothing (checked first: they are common)."""
 
 
-def _new_event(seq: int, event_type: str, data: dict[str, Any], created_at: datetime) -> Event:
-    """An `Event` without validation: what ``model_construct`` does, minus its generality.
-
-    Appending is the hottest path of an agent (a dozen events per run), and the context builds
-    every field itself.
-    """
-    event = _new_model(Event)
-    _set(
-        event, "__dict__", {"seq": seq, "type": event_type, "data": data, "created_at": created_at}
-    )
-    _set(event, "__pydantic_fields_set__", _ALL_EVENT_FIELDS)
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
-    return event
+_new_model = object.__new__
+_set = object.__setattr__

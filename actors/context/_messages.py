@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from actors.context._json import JsonError, json_copy
+from actors.context._unchecked import SetFields, unchecked
 
 __all__ = [
     "AssistantMessage",
@@ -14,6 +15,8 @@ __all__ = [
     "ToolResultMessage",
     "UserMessage",
     "message_adapter",
+    "tool_result",
+    "user_message",
 ]
 
 
@@ -84,3 +87,36 @@ Message = Annotated[
 """Any message of a transcript; the ``role`` field tells which."""
 
 message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+_CONTENT = SetFields({"content"})
+_RESULT_FIELDS = SetFields({"tool_call_id", "tool_name", "content", "is_error"})
+
+
+def user_message(content: str) -> UserMessage:
+    """``UserMessage(content=content)``, without validating a string again."""
+    if type(content) is not str:
+        return UserMessage(content=content)
+    return unchecked(UserMessage, {"role": "user", "content": content}, _CONTENT)
+
+
+def tool_result(
+    tool_call_id: str, tool_name: str, content: str, is_error: bool
+) -> ToolResultMessage:
+    """``ToolResultMessage(...)`` with every field given, without validating them again."""
+    if not (
+        type(tool_call_id) is str
+        and type(tool_name) is str
+        and type(content) is str
+        and type(is_error) is bool
+    ):
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error
+        )
+    values = {
+        "role": "tool",
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "content": content,
+        "is_error": is_error,
+    }
+    return unchecked(ToolResultMessage, values, _RESULT_FIELDS)

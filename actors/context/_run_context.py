@@ -14,7 +14,13 @@ from actors.context._suspension import Answer
 from actors.context._usage import Usage
 from actors.exceptions import UserError
 
-__all__ = ["Delegator", "RunContext", "ToolContextT"]
+__all__ = [
+    "Delegator",
+    "RunContext",
+    "ToolContextT",
+    "unchecked_run_context",
+    "with_delegator",
+]
 
 ToolContextT = TypeVar("ToolContextT", default=Mapping[str, Any])
 
@@ -133,3 +139,58 @@ class RunContext(Generic[ToolContextT]):
         """`delegate` for async tools: awaits the child without blocking the event loop."""
         future = self._start_delegation(agent, task, timeout)
         return await asyncio.wrap_future(future)
+
+
+_set = object.__setattr__
+
+
+def unchecked_run_context(
+    tool_context: Any,
+    metadata: Mapping[str, Any],
+    agent_id: str,
+    parent_id: str | None,
+    run_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    retry: int,
+    usage: Usage,
+    timeout: float | None,
+    cancellation: CancellationToken,
+    answer: Answer | None,
+) -> RunContext[Any]:
+    """``RunContext(...)`` with every field given, at the cost of one dict (one per tool call).
+
+    A frozen dataclass sets its fields one ``object.__setattr__`` at a time; the agent builds
+    one per tool call from values it holds, so it sets them all at once.
+    """
+    ctx: RunContext[Any] = object.__new__(RunContext)
+    _set(
+        ctx,
+        "__dict__",
+        {
+            "tool_context": tool_context,
+            "metadata": metadata,
+            "agent_id": agent_id,
+            "parent_id": parent_id,
+            "run_id": run_id,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "retry": retry,
+            "usage": usage,
+            "timeout": timeout,
+            "cancellation": cancellation,
+            "answer": answer,
+            "_delegator": None,
+        },
+    )
+    return ctx
+
+
+def with_delegator(ctx: RunContext[ToolContextT], delegator: Delegator) -> RunContext[ToolContextT]:
+    """A copy of ``ctx`` whose tools delegate through ``delegator`` (what a host plugs in).
+
+    ``dataclasses.replace(ctx, _delegator=delegator)``, without rebuilding every field.
+    """
+    copied: RunContext[ToolContextT] = object.__new__(type(ctx))
+    _set(copied, "__dict__", {**ctx.__dict__, "_delegator": delegator})
+    return copied

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt
 
+from actors.context._unchecked import SetFields, unchecked
+
 
 class Usage(BaseModel):
     """What a run consumed: model requests, tokens and tool calls.
@@ -44,23 +46,15 @@ class Usage(BaseModel):
         )
 
 
-_FIELDS = frozenset(Usage.model_fields)
+_FIELDS = SetFields(Usage.model_fields)
 
 
 def usage_of(requests: int, input_tokens: int, output_tokens: int, tool_calls: int) -> Usage:
     """A `Usage` from counts the caller knows are valid (sums, differences): no validation."""
-    usage = Usage.__new__(Usage)
-    object.__setattr__(
-        usage,
-        "__dict__",
-        {
-            "requests": requests,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "tool_calls": tool_calls,
-        },
-    )
-    object.__setattr__(usage, "__pydantic_fields_set__", _FIELDS)
-    object.__setattr__(usage, "__pydantic_extra__", None)
-    object.__setattr__(usage, "__pydantic_private__", None)
-    return usage
+    values = {
+        "requests": requests,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "tool_calls": tool_calls,
+    }
+    return unchecked(Usage, values, _FIELDS)

@@ -13,7 +13,7 @@ answers, approvals) in `_loop_suspension`; runs, model steps, tool calls and end
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
@@ -27,8 +27,9 @@ from actors.context._messages import (
     Message,
     SystemMessage,
     ToolCall,
-    ToolResultMessage,
     UserMessage,
+    tool_result,
+    user_message,
 )
 from actors.context._read_only import read_only
 from actors.context._result import RunResult
@@ -138,6 +139,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         self.tool_view = read_only(tool_context)
         self.depth = depth
         self.limits = limits or TreeLimits()
+        self._counts_usage = spec.usage_limits != _NO_LIMITS
         self._static_tools = spec.tool_map
         self._tools = self._static_tools
         self._subagents = spec.subagent_map
@@ -195,6 +197,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
 
     def _refresh_tools(self) -> None:
         """Take the toolsets' current tools (a cached read, never a wait) if they changed."""
+        if not self._views and self._listed is not None:
+            return  # no toolsets: the tools never change
         listed = tuple(view.tools_nowait() for _, view in self._views)
         if self._listed is not None and all(
             a is b for a, b in zip(listed, self._listed, strict=True)
@@ -218,13 +222,14 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
     @property
     def status(self) -> LoopStatus:
         """``idle``, ``running`` (a model call or tool in flight) or ``suspended``."""
-        if self._run is None:
-            return "idle"
         run = self._run
+        if run is None:
+            return "idle"
         if run.awaiting_model or run.validation is not None:
             return "running"
-        if any(c.state == "running" for c in run.calls.values()):
-            return "running"
+        for call in run.calls.values():  # a loop, not any(): hosts ask after every input
+            if call.state == "running":
+                return "running"
         return "suspended"
 
     @property
@@ -253,27 +258,12 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         Peer messages the step's tools sent come first: the host delivers them once the step
         is written, before it starts anything else.
         """
-        effects: list[Effect]
-        if isinstance(message, ToolFinished):
-            effects = self._on_tool(message.run_id, message.call_id, message.outcome)
-        elif isinstance(message, ModelReplied):
-            effects = self._on_model(message)
-        elif isinstance(message, StartRun):
-            effects = self._start(message)
-        elif isinstance(message, ChildFinished):
-            effects = self._on_child(message)
-        elif isinstance(message, PeerMessage):
-            effects = self._on_peer(message)
-        elif isinstance(message, CancelRun):
-            effects = self._cancel(message.reason)
-        elif isinstance(message, ResumeRun):
-            effects = self._resume(message)
-        elif isinstance(message, Steer):
-            effects = self._steer(message.message)
-        elif isinstance(message, ApprovalDecided):
-            effects = self._on_approval(message)
-        else:
-            raise TypeError(f"unknown input {message!r}")
+        handler = _HANDLERS.get(type(message))
+        if handler is None:  # a subclass of an input: the first class it is an instance of
+            handler = next((h for t, h in _HANDLERS.items() if isinstance(message, t)), None)
+            if handler is None:
+                raise TypeError(f"unknown input {message!r}")
+        effects = handler(self, message)
         if self._outbox:
             effects = [*self._outbox, *effects]
             self._outbox.clear()
@@ -314,7 +304,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         ctx._record("turn_start", {"run_id": run_id, **data} if data else {"run_id": run_id})
         if prompt is not None:
             self._introduce()
-            ctx.add_message(UserMessage(content=prompt))
+            ctx.add_message(user_message(prompt))
         return self._next_step()
 
     def _introduce(self) -> None:
@@ -356,9 +346,9 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         )
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
-        limits = self.spec.usage_limits
-        if limits == _NO_LIMITS:
+        if not self._counts_usage:
             return None  # the common case: nothing to count against (a hot path)
+        limits = self.spec.usage_limits
         used = self._run_usage()
         checks = [
             ("requests", used.requests + (1 if before_request else 0), limits.requests),
@@ -382,7 +372,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             for steer, source in run.steering:
                 ctx.add_message(steer, source=source)
             run.steering.clear()
-        if ctx.max_iterations_reached():
+        if ctx.iteration >= ctx.max_iterations:
             return self._fail(
                 MaxIterationsExceeded(
                     f"agent {ctx.agent_id!r} made {ctx.iteration} model requests in this run "
@@ -391,19 +381,23 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                 ),
                 reason="limit",
             )
-        if problem := self._usage_problem(before_request=True):
+        if self._counts_usage and (problem := self._usage_problem(before_request=True)):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
         if self._instructions_fn is None:
-            ctx.put_system_prompt_overlay(self._static_overlay)
+            if ctx.system_prompt_overlay != self._static_overlay:
+                ctx.put_system_prompt_overlay(self._static_overlay)
         else:
             overlay = self._overlay()
             if isinstance(overlay, RunFailedError):
                 return self._fail(overlay, reason="error")
             ctx.put_system_prompt_overlay(overlay)
         run.step += 1
-        run.calls = {}
-        run.chains = {}
-        self._refresh_tools()  # a toolset's list may have changed since the last step
+        if run.calls:
+            run.calls = {}
+        if run.chains:
+            run.chains = {}
+        if self._views:
+            self._refresh_tools()  # a toolset's list may have changed since the last step
         ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
         header: dict[str, Any] = {
             "model": self.model.name,
@@ -479,11 +473,12 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                 "model": response.model_name,
             },
         )
-        if problem := self._usage_problem(new_calls=len(reply.tool_calls)):
+        calls = reply.tool_calls
+        if self._counts_usage and (problem := self._usage_problem(new_calls=len(calls))):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")
-        if not reply.tool_calls:
+        if not calls:
             return self._final_text(reply)
-        return self._dispatch(reply.tool_calls)
+        return self._dispatch(calls)
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -677,8 +672,9 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         run = self._run
         assert run is not None
         calls = run.calls.values()
-        if any(c.state == "running" for c in calls):
-            return []
+        for slot in calls:
+            if slot.state == "running":
+                return []
         self.current_tool = None
         ctx = self.ctx
         sets: list[tuple[str, ContextUpdate]] = []
@@ -706,14 +702,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                     sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
                     if outcome.update.sends:
                         self._outbox.extend(sends_of(events))
-            ctx.add_message(
-                ToolResultMessage(
-                    tool_call_id=slot.call.id,
-                    tool_name=slot.call.name,
-                    content=content,
-                    is_error=is_error,
-                )
-            )
+            ctx.add_message(tool_result(slot.call.id, slot.call.name, content, is_error))
             slot.state = "applied"
         if len(sets) > 1 and (clashes := clashing_sets(sets)):
             warn_clashing_sets(ctx.agent_id, clashes)
@@ -853,6 +842,23 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         for message, source in run.steering:
             self.ctx.add_message(message, source=source)
         run.steering.clear()
+
+
+_HANDLERS: dict[type[Any], Callable[[AgentLoop, Any], list[Effect]]] = {
+    ToolFinished: lambda loop, m: loop._on_tool(m.run_id, m.call_id, m.outcome),
+    ModelReplied: AgentLoop._on_model,
+    StartRun: AgentLoop._start,
+    ChildFinished: AgentLoop._on_child,
+    PeerMessage: AgentLoop._on_peer,
+    CancelRun: lambda loop, m: loop._cancel(m.reason),
+    ResumeRun: AgentLoop._resume,
+    Steer: lambda loop, m: loop._steer(m.message),
+    ApprovalDecided: AgentLoop._on_approval,
+}
+"""Each input's handler, by the input's class (one lookup instead of a chain of isinstance).
+
+The functions of `AgentLoop` itself: it has no subclasses (one that overrode a handler would
+extend this table)."""
 
 
 def _joined(instructions: str | None, note: str) -> str | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.context._events import Event
-from actors.context._messages import UserMessage
+from actors.context._messages import UserMessage, user_message
 from actors.context._update import ContextUpdate
 from actors.exceptions import UnknownAgentError
 from actors.loop._state import _LoopCore
@@ -33,7 +33,7 @@ PeerDirectory = Callable[[str], bool]
 
 def peer_message(sender: str, content: str) -> UserMessage:
     """The user message a peer message becomes in its receiver's transcript."""
-    return UserMessage(content=f"[message from {sender}]\n{content}")
+    return user_message(f"[message from {sender}]\n{content}")
 
 
 def sends_of(events: Sequence[Event]) -> list[SendMessage]:

@@ -92,6 +92,9 @@ class _Validation:
     call_id: str | None  # the final_result call it answers, or None for a text answer
 
 
+_NO_USAGE = Usage()
+
+
 @dataclass(slots=True)
 class _Run:
     """The run in progress (running or suspended)."""
@@ -107,7 +110,7 @@ class _Run:
     output_retries: int = 0
     final: tuple[Any] | None = None
     steering: list[tuple[UserMessage, str]] = field(default_factory=list)  # (message, source)
-    children_usage: Usage = field(default_factory=Usage)
+    children_usage: Usage = _NO_USAGE  # immutable: replaced, never changed in place
     validated: dict[str, dict[str, Any]] = field(default_factory=dict)
     awaiting_model: bool = False
     delegated: set[str] = field(default_factory=set)  # children started by tools, running

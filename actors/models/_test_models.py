@@ -18,7 +18,7 @@ from actors.context._messages import (
     Message,
     ToolCall,
 )
-from actors.context._usage import Usage
+from actors.context._usage import usage_of
 from actors.models._latency import Latency, check_latency, latency_of
 from actors.models._model import ModelRequest, ModelResponse, ToolDefinition
 from actors.models._test_support import (
@@ -80,19 +80,24 @@ def _to_response(
         raise reply
     if isinstance(reply, ModelResponse):
         return reply
+    tokens = tally.count(request.agent_id, request.messages).tokens
+    return _response(_message_of(reply), tokens, model_name)
+
+
+def _message_of(reply: str | AssistantMessage | ToolCall | Sequence[ToolCall]) -> AssistantMessage:
     if isinstance(reply, str):
-        message = AssistantMessage(content=reply)
-    elif isinstance(reply, AssistantMessage):
-        message = reply
-    elif isinstance(reply, ToolCall):
-        message = AssistantMessage(tool_calls=(reply,))
-    else:
-        message = AssistantMessage(tool_calls=tuple(reply))
-    usage = Usage(
-        requests=1,
-        input_tokens=tally.count(request.agent_id, request.messages).tokens,
-        output_tokens=len(message.content.split()) + 2 * len(message.tool_calls),
-    )
+        return AssistantMessage(content=reply)
+    if isinstance(reply, AssistantMessage):
+        return reply
+    if isinstance(reply, ToolCall):
+        return AssistantMessage(tool_calls=(reply,))
+    return AssistantMessage(tool_calls=tuple(reply))
+
+
+def _response(message: AssistantMessage, input_tokens: int, model_name: str) -> ModelResponse:
+    output_tokens = len(message.content.split()) + 2 * len(message.tool_calls)
+    # Counts of a test model: valid by construction, so not validated again.
+    usage = usage_of(1, input_tokens, output_tokens, 0)
     finish = "tool_calls" if message.tool_calls else "stop"
     return ModelResponse(message=message, usage=usage, model_name=model_name, finish_reason=finish)
 
@@ -144,6 +149,8 @@ class ScriptedModel:
         self._raised: dict[str, int] = {}
         self._history = RequestHistory(history)
         self._tally = TranscriptTally()
+        # id of a reply -> (the reply, its message); the reply is kept so its id stays its own
+        self._messages: dict[int, tuple[Reply, AssistantMessage]] = {}
 
     @property
     def name(self) -> str:
@@ -159,21 +166,23 @@ class ScriptedModel:
         # Ray copies specs to other processes by pickling: a copy gets a lock of its own.
         state = dict(self.__dict__)
         del state["_lock"]
+        state["_messages"] = {}  # keyed by ids of this process's objects
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def _next(self, request: ModelRequest) -> Reply:
+    def _next(self, request: ModelRequest) -> tuple[Reply, int]:
+        """The reply to ``request`` and the tokens of its transcript (estimated)."""
         key = request.agent_id if self.per_agent else ""
         self._history.add(request)
-        # Counted outside the lock: only what is new since this agent's last request.
-        answered = self._tally.count(request.agent_id, request.messages).assistant_messages
+        # Counted outside the lock, once a request: only what is new since the agent's last one.
+        counted = self._tally.count(request.agent_id, request.messages)
         with self._lock:
             if self.per_agent:
                 # Every reply given became one assistant message, except scripted exceptions.
-                index = answered + self._raised.get(key, 0)
+                index = counted.assistant_messages + self._raised.get(key, 0)
             else:
                 index = self._cursors.get(key, 0)
             if index >= len(self.replies):
@@ -185,15 +194,26 @@ class ScriptedModel:
             reply = self.replies[index]
             if isinstance(reply, BaseException):
                 self._raised[key] = self._raised.get(key, 0) + 1
+            return reply, counted.tokens
+
+    def _respond(self, reply: Reply, tokens: int) -> ModelResponse:
+        if isinstance(reply, BaseException):
+            raise reply
+        if isinstance(reply, ModelResponse):
             return reply
+        # One message per scripted reply, shared by every agent that is given it (messages are
+        # immutable): a population of agents on one script holds one copy of each.
+        cached = self._messages.get(id(reply))
+        if cached is None or cached[0] is not reply:
+            cached = self._messages[id(reply)] = (reply, _message_of(reply))
+        return _response(cached[1], tokens, self._name)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Give the next scripted reply (streamed in pieces when ``chunk_size`` is set)."""
-        reply = self._next(request)
+        reply, tokens = self._next(request)
         await wait(self.latency_for(request, self._rng), request)
         request.cancellation.raise_if_cancelled()
-        response = _to_response(reply, request, self._name, self._tally)
-        return await stream_reply(response, request, self.chunk_size)
+        return await stream_reply(self._respond(reply, tokens), request, self.chunk_size)
 
     def respond_inline(self, request: ModelRequest) -> ModelResponse | None:
         """With no latency, answer on the agent's own turn (see `actors.InlineModel`).
@@ -202,7 +222,7 @@ class ScriptedModel:
         """
         if self.latency != 0.0:
             return None
-        return _to_response(self._next(request), request, self._name, self._tally)
+        return self._respond(*self._next(request))
 
     def latency_for(self, request: ModelRequest, rng: random.Random) -> float:
         """The seconds the reply to ``request`` takes (a simulation waits them virtually)."""
@@ -210,7 +230,7 @@ class ScriptedModel:
 
     def respond_untimed(self, request: ModelRequest) -> ModelResponse:
         """The reply to ``request`` at once, whatever the latency (a simulation's clock)."""
-        return _to_response(self._next(request), request, self._name, self._tally)
+        return self._respond(*self._next(request))
 
     @property
     def remaining(self) -> int:

@@ -211,10 +211,12 @@ class TranscriptTally:
     agent, the totals of the part already seen are kept, with the name of that part, and only
     messages appended since are counted. Anything else (a replaced range, a plain list from a
     history processor) is counted whole. At most ``agents`` agents are remembered (the least
-    recently asking is forgotten): plain numbers, never a message.
+    recently asking is forgotten): plain numbers, never a message. The default is sized for a
+    simulation's population on one script: an agent forgotten between two of its requests
+    (agents take turns) would have its whole transcript counted at every request.
     """
 
-    def __init__(self, agents: int = 4096) -> None:
+    def __init__(self, agents: int = 65_536) -> None:
         self._seen: OrderedDict[str, tuple[tuple[int, int, int], Tally]] = OrderedDict()
         self._limit = agents
         self._lock = threading.Lock()
@@ -227,17 +229,18 @@ class TranscriptTally:
         if not isinstance(messages, MessageView) or messages.origin is None:
             return tally(messages)
         origin = messages.origin
+        seen_map = self._seen
         with self._lock:
-            seen = self._seen.get(agent_id)
-        if seen is not None and seen[0][:2] == origin[:2] and seen[0][2] <= origin[2]:
-            body = seen[1].plus(tally(messages.transcript_since(seen[0][2])))
-        else:
-            body = tally(messages.transcript_since(0))
-        with self._lock:
-            self._seen[agent_id] = (origin, body)
-            self._seen.move_to_end(agent_id)
-            while len(self._seen) > self._limit:
-                self._seen.popitem(last=False)
+            seen = seen_map.get(agent_id)
+            if seen is not None and seen[0][:2] == origin[:2] and seen[0][2] <= origin[2]:
+                # Only what is new since this agent's last request (a few messages).
+                body = seen[1].plus(tally(messages.transcript_since(seen[0][2])))
+            else:
+                body = tally(messages.transcript_since(0))
+            seen_map[agent_id] = (origin, body)
+            seen_map.move_to_end(agent_id)
+            if len(seen_map) > self._limit:
+                seen_map.popitem(last=False)
         shown = body
         if messages.hidden is not None:
             shown = shown.minus(tally((messages.hidden,)))

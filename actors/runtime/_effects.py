@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from actors._logging import get_logger
 from actors._safe import exception_text
-from actors.context._run_context import Delegator, RunContext
+from actors.context._run_context import Delegator, RunContext, with_delegator
 from actors.context._suspension import Answer, Request
 from actors.exceptions import Cancelled
 from actors.loop._outcome import outcome_of_error, outcome_of_return
@@ -244,7 +243,7 @@ class EffectRunner:
         """Start a tool call; its outcome is delivered as `ToolFinished`."""
         ctx: RunContext[Any] = effect.ctx
         if delegator is not None:
-            ctx = dataclasses.replace(ctx, _delegator=delegator)
+            ctx = with_delegator(ctx, delegator)
         if effect.tool.is_async:
             self._start(self._tool(effect, ctx, deliver))
         else:

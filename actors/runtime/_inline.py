@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import heapq
 import inspect
 import itertools
@@ -21,6 +20,7 @@ from typing import Any
 
 from actors.context._agent_context import AgentContext
 from actors.context._events import Clock
+from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent
 from actors.loop._default_model import resolve_model
@@ -233,7 +233,7 @@ class InlineHost:
     def tool_outcome(self, cell: AgentCell, effect: CallTool) -> ToolFinished:
         """Run a tool on this thread (an async one to its end) and return its outcome."""
         delegator = self._delegator(cell)
-        ctx = dataclasses.replace(effect.ctx, _delegator=delegator)
+        ctx = with_delegator(effect.ctx, delegator)
         try:
             value = effect.tool.invoke(ctx, effect.arguments)
             if inspect.isawaitable(value):

@@ -165,14 +165,16 @@ class AgentNode:
 
     def publish_event(self, event: Event) -> None:
         """An event was appended: buffer it for the store, show it to listeners and streams."""
-        if self.tree.store is not None:
+        tree = self.tree
+        if tree.store is not None:
             self.buffer.append(event)
-        for listener in tuple(self.listeners):
-            try:
-                listener(event)
-            except Exception:  # a broken listener must not break the agent
-                _log.exception("event listener failed", agent_id=self.agent_id)
-        if self.tree.streams:
+        if self.listeners:  # most agents have none: no copy to make per event
+            for listener in tuple(self.listeners):
+                try:
+                    listener(event)
+                except Exception:  # a broken listener must not break the agent
+                    _log.exception("event listener failed", agent_id=self.agent_id)
+        if tree.streams:
             self._stream(event)
         notify_event(self, event)
 

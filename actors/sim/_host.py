@@ -32,10 +32,11 @@ from actors.loop._types import (
     SendMessage,
     ToolFinished,
 )
-from actors.models._model import Model
+from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
-from actors.runtime._host import Ask, ExpireRun, ParentReply
+from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
+from actors.runtime._node import AgentNode
 from actors.runtime._tombstone import TreeNode
 
 __all__ = ["Duration", "SimHost", "WorldCall"]
@@ -122,6 +123,11 @@ class SimHost(InlineHost):
 
     # -- the queue ----------------------------------------------------------------------------
 
+    def persist(self, node: AgentNode) -> None:
+        """Nothing to write: a simulation's trees have no store (asked after every input)."""
+        if node.tree.store is not None:  # pragma: no cover - no simulation makes one
+            super().persist(node)
+
     def add(self, node: Any, context: Any) -> AgentCell:
         """Host a fresh agent; its events join the simulation's log as they are appended."""
         if self.record:
@@ -132,8 +138,13 @@ class SimHost(InlineHost):
 
     def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
         """Queue a message for an agent, ``delay`` virtual seconds from now."""
+        # Nearly every message: queued here, as `schedule` queues world calls.
+        if not isinstance(message, DelegateDone):
+            heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
+            self._pending += 1
+            return
         queued = len(self._queue)
-        super().tell(agent_id, message, delay)
+        super().tell(agent_id, message, delay)  # may hand it to its parent's turn at once
         if len(self._queue) > queued:
             self._pending += 1
 
@@ -242,7 +253,7 @@ class SimHost(InlineHost):
             return self.model_reply(cell, effect)
         try:
             response = respond(effect.request)
-            if inspect.isawaitable(response):
+            if type(response) is not ModelResponse and inspect.isawaitable(response):
                 response = self.run_coroutine(_awaited(response))
         except Exception as exc:
             return ModelReplied(effect.run_id, effect.step, error=exc)

@@ -11,7 +11,7 @@ from typing_extensions import TypeVar
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunError, RunFailedError, RunTimeoutError, UserError
-from actors.loop._types import ResumeRun
+from actors.loop._types import ResumeRun, StartRun
 from actors.runtime._host import HostReply
 from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
@@ -76,8 +76,6 @@ class SimRef(AgentRef[OutputT]):
         if not isinstance(prompt, str):
             raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
         future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
-        from actors.loop._types import StartRun
-
         self._tell(StartRun(prompt, "", HostReply(future)))
         return SimRunFuture(future, self._host, self._id)
 

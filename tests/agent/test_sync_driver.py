@@ -8,7 +8,18 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from actors import Agent, Answer, ContextUpdate, Pending, Request, RunContext, Runtime, tool
+from actors import (
+    Agent,
+    Answer,
+    ContextUpdate,
+    Pending,
+    Request,
+    RunContext,
+    Runtime,
+    ToolResultMessage,
+    UserMessage,
+    tool,
+)
 from actors.exceptions import MaxIterationsExceeded
 from actors.testing import FakeClock, ScriptedModel, SyncDriver, call
 
@@ -114,3 +125,20 @@ def test_sync_driver_steering_and_cancel_of_an_idle_agent() -> None:
     driver.send("context first")
     result = driver.run("then the prompt")
     assert [m.content for m in result.messages] == ["context first", "then the prompt", "ok"]
+
+
+def test_a_runs_messages_copy_with_updates_like_any_message() -> None:
+    # The loop builds prompts, tool results and peer messages without validating them again:
+    # they must behave as messages built by hand (equal, dumped, copied with updates).
+    agent = Agent("a", model=ScriptedModel([call("shout", text="x"), "done"]), tools=[shout])
+    result = SyncDriver(agent).run("go")
+    prompt, reply, answer = result.messages[0], result.messages[1], result.messages[2]
+    assert prompt == UserMessage(content="go")
+    assert answer == ToolResultMessage(
+        tool_call_id=reply.tool_calls[0].id,
+        tool_name="shout",
+        content="X",  # type: ignore[union-attr]
+    )
+    assert prompt.model_copy(update={"content": "again"}) == UserMessage(content="again")
+    assert answer.model_copy(update={"is_error": True}).is_error
+    assert prompt.model_dump(exclude_unset=True) == {"content": "go"}

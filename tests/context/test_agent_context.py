@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -13,9 +14,11 @@ from structlog.testing import capture_logs
 from actors import (
     AgentContext,
     AssistantMessage,
+    CancellationToken,
     ContextUpdate,
     Event,
     Message,
+    RunContext,
     SystemMessage,
     ToolCall,
     ToolResultMessage,
@@ -174,6 +177,64 @@ def test_add_message_logs_a_surface_event(
     assert event.type == event_type
     assert ctx.messages == [message]
     assert ctx.last_message == message
+
+
+@given(message=messages)
+@settings(max_examples=60, deadline=None)
+def test_a_message_event_holds_the_json_dump_of_its_message(message: Message) -> None:
+    # The log's format: what sessions written before hold, and what a restore reads back.
+    ctx = AgentContext()
+    event = ctx.add_message(message, source="memory")
+    assert event.data == {**message.model_dump(mode="json"), "source": "memory"}
+    assert json.dumps(event.data) == json.dumps(
+        {**message.model_dump(mode="json"), "source": "memory"}
+    )
+    assert rebuilt(ctx).messages == [message]
+
+
+def test_a_subclass_of_a_message_is_logged_as_pydantic_dumps_it(ctx: AgentContext) -> None:
+    class Noted(UserMessage):
+        note: str = "n"
+
+    event = ctx.add_message(Noted(content="hi"))
+    assert event.data == {"role": "user", "content": "hi", "note": "n"}
+
+
+def test_events_of_a_context_copy_with_updates(ctx: AgentContext) -> None:
+    # The context builds them without validation: copying them must work as for any model.
+    event = ctx.add_message(user("hi"))
+    moved = event.model_copy(update={"seq": 7})
+    assert (moved.seq, moved.data, event.seq) == (7, event.data, 0)
+    assert moved.model_fields_set == set(Event.model_fields)
+    assert event.model_dump(exclude_unset=True) == event.model_dump()
+    deep = event.model_copy(update={"type": "user_message"}, deep=True)
+    assert deep == event
+    assert deep.data is not event.data
+
+
+def test_run_context_holds_what_it_is_given(ctx: AgentContext) -> None:
+    token = CancellationToken()
+    ctx.add_usage(Usage(requests=1))
+    run = ctx.run_context(
+        CALL, tool_context={"k": "v"}, metadata={"m": 1}, retry=2, timeout=3.0, cancellation=token
+    )
+    expected = RunContext(
+        tool_context=run.tool_context,
+        metadata={"m": 1},
+        agent_id=ctx.agent_id,
+        parent_id=None,
+        run_id="",
+        tool_call_id="c1",
+        tool_name="search",
+        retry=2,
+        usage=Usage(requests=1),
+        timeout=3.0,
+        cancellation=token,
+    )
+    assert run == expected
+    assert repr(run) == repr(expected)
+    assert dataclasses.replace(run, retry=5).retry == 5
+    assert run.tool_context == {"k": "v"}
 
 
 def test_source_marks_the_event_not_the_message(ctx: AgentContext) -> None:

@@ -31,6 +31,13 @@ def test_usages_add_field_by_field() -> None:
     assert total.total_tokens == 22
 
 
+def test_a_sum_copies_with_updates_like_any_usage() -> None:
+    total = Usage(requests=1) + Usage(input_tokens=2)
+    assert total.model_copy(update={"tool_calls": 3}) == Usage(
+        requests=1, input_tokens=2, tool_calls=3
+    )
+
+
 def test_sum_with_a_usage_start() -> None:
     parts = [Usage(requests=1), Usage(output_tokens=4), Usage(tool_calls=1)]
     assert sum(parts, Usage()) == Usage(requests=1, output_tokens=4, tool_calls=1)
