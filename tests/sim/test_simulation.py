@@ -313,3 +313,44 @@ def test_bad_schedules_are_user_errors_and_change_nothing() -> None:
     quiet = Simulation(record_events=False)
     with pytest.raises(UserError, match="record_events"):
         quiet.export_jsonl(io.StringIO())
+
+
+# -- the collector --------------------------------------------------------------------------
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_run_leaves_the_collector_as_it_found_it_and_frees_cycles() -> None:
+    import gc
+    import weakref
+
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    kept: list[_Cycle] = []
+    refs: dict[str, weakref.ref[_Cycle]] = {}
+    seen: dict[str, Any] = {}
+
+    def make() -> None:
+        young, old = _Cycle(), _Cycle()
+        refs["young"], refs["old"] = weakref.ref(young), weakref.ref(old)
+        kept.append(old)
+        del young
+        gc.collect(0)  # a young collection while driving: the dead cycle goes, the live one stays
+        seen["young after"] = refs["young"]()
+        seen["frozen while driving"] = gc.get_freeze_count()
+
+    sim = Simulation(seed=1)
+    sim.at(1.0, make)
+    sim.at(2.0, kept.clear)
+    ref = sim.spawn(Agent("a", model=ScriptedModel(["ok"])))
+    ref.run_async("go")
+    sim.run()
+
+    assert seen["young after"] is None
+    assert seen["frozen while driving"] > frozen  # what survived is set aside while driving
+    assert gc.get_threshold() == thresholds
+    assert gc.get_freeze_count() == frozen
+    gc.collect()
+    assert refs["old"]() is None  # the cycle that outlived its collection is freed after all
