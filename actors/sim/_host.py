@@ -11,7 +11,6 @@ bytes in any process.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import inspect
 import random
@@ -38,6 +37,8 @@ from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._node import AgentNode
 from actors.runtime._tombstone import TreeNode
+from actors.sim import _collector
+from actors.sim._collector import quiet_collector
 
 __all__ = ["Duration", "SimHost", "WorldCall"]
 
@@ -47,12 +48,6 @@ function of the tool's name, its arguments and the simulation's random source.""
 
 Delay = float | Callable[[str, str, random.Random], float]
 """How long a peer message travels: seconds, or a function of (sender, receiver, rng)."""
-
-
-def _set_survivors_aside(phase: str, info: dict[str, int]) -> None:
-    """A collection ended while a simulation drives: freeze what survived it."""
-    if phase == "stop":
-        gc.freeze()
 
 
 @dataclass(eq=False, slots=True)
@@ -164,25 +159,10 @@ class SimHost(InlineHost):
         outer = self.horizon
         self.horizon = horizon if outer is None or horizon is None else min(horizon, outer)
         self.driving += 1
-        thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
-        if self.driving == 1:
-            # A simulation allocates millions of small objects that live long (its agents'
-            # logs): with the default thresholds the collector rescans them all, over and over,
-            # and takes a third of the time. While driving, the young generation is collected
-            # seldom and what survives it is set aside (frozen), never scanned again: garbage
-            # cycles that die young (an exception and its traceback) are still collected; the
-            # rest waits for the drive's end, when the thresholds are put back and what was set
-            # aside joins the oldest generation.
-            gc.set_threshold(max(thresholds[0], 50_000), thresholds[1], thresholds[2])
-            gc.callbacks.append(_set_survivors_aside)
         try:
-            self.pump(until)
+            with quiet_collector():  # see actors.sim._collector: a third of the time otherwise
+                self.pump(until)
         finally:
-            if self.driving == 1:
-                gc.callbacks.remove(_set_survivors_aside)
-                gc.set_threshold(*thresholds)
-                if not frozen_before:  # an application that froze objects itself keeps them so
-                    gc.unfreeze()
             self.driving -= 1
             reached = self.horizon
             self.horizon = outer
@@ -195,6 +175,8 @@ class SimHost(InlineHost):
             self.now = reached
 
     def _next(self) -> tuple[str, Any] | None:
+        if _collector.state.due:
+            _collector.collect_if_due()
         for index, (agent_id, message) in enumerate(self._held):
             if agent_id not in self._busy:
                 del self._held[index]
@@ -233,6 +215,8 @@ class SimHost(InlineHost):
         return cell is None or not any(w is message.reply for w in cell.waiting)
 
     def _call_world(self, call: WorldCall) -> None:
+        if _collector.state.due:
+            _collector.collect_if_due()
         if call.period is not None:
             heapq.heappush(self._queue, (self.now + call.period, next(self._seq), "", call))
         call.function()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import random
+import threading
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +15,7 @@ import pytest
 
 from actors import Agent, ContextUpdate, ModelRequest, RunContext, Subagent
 from actors.exceptions import AgentStoppedError, RunTimeoutError, UserError
-from actors.sim import SimRef, Simulation
+from actors.sim import SimRef, Simulation, _collector
 from actors.testing import FunctionModel, ScriptedModel, TestModel, call
 
 
@@ -323,10 +326,11 @@ class _Cycle:
         self.me = self
 
 
-def test_a_run_leaves_the_collector_as_it_found_it_and_frees_cycles() -> None:
-    import gc
-    import weakref
+def _one_agent_run(sim: Simulation) -> None:
+    sim.spawn(Agent("a", model=ScriptedModel(["ok"]))).run_async("go")
 
+
+def test_a_run_leaves_the_collector_as_it_found_it_and_frees_cycles() -> None:
     thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
     kept: list[_Cycle] = []
     refs: dict[str, weakref.ref[_Cycle]] = {}
@@ -344,8 +348,7 @@ def test_a_run_leaves_the_collector_as_it_found_it_and_frees_cycles() -> None:
     sim = Simulation(seed=1)
     sim.at(1.0, make)
     sim.at(2.0, kept.clear)
-    ref = sim.spawn(Agent("a", model=ScriptedModel(["ok"])))
-    ref.run_async("go")
+    _one_agent_run(sim)
     sim.run()
 
     assert seen["young after"] is None
@@ -354,3 +357,81 @@ def test_a_run_leaves_the_collector_as_it_found_it_and_frees_cycles() -> None:
     assert gc.get_freeze_count() == frozen
     gc.collect()
     assert refs["old"]() is None  # the cycle that outlived its collection is freed after all
+
+
+def test_cycles_that_die_old_are_freed_during_a_long_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A full collection at every young one (by default: when what is set aside has doubled).
+    monkeypatch.setattr(_collector, "FIRST_FULL", 0)
+    monkeypatch.setattr(_collector, "GROWTH", 1.0)
+    refs: list[weakref.ref[_Cycle]] = []
+    current: list[list[_Cycle]] = [[]]
+    alive: list[int] = []
+
+    def tick() -> None:
+        batch = [_Cycle() for _ in range(500)]
+        refs.extend(weakref.ref(c) for c in batch)
+        current[0] = batch  # the last tick's cycles are garbage now, but old: set aside
+        gc.collect(0)
+        alive.append(sum(r() is not None for r in refs))
+
+    sim = Simulation(seed=1)
+    sim.every(1.0, tick)
+    sim.run(until=40.0)
+
+    assert len(alive) == 41  # at 0, 1, ... 40
+    assert max(alive) <= 3 * 500  # the last tick's and this one's: the rest were freed
+
+
+def test_objects_an_application_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        seen: list[int] = []
+
+        def look() -> None:
+            gc.collect(0)
+            seen.append(gc.get_freeze_count())
+
+        sim = Simulation(seed=1)
+        sim.at(1.0, look)
+        _one_agent_run(sim)
+        sim.run()
+        assert seen[0] <= frozen  # nothing of the simulation's was set aside among them
+        assert gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_simulations_driven_on_two_threads_put_the_collector_back_once() -> None:
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+
+    def in_a() -> None:
+        gc.collect(0)
+        a_in.set()
+        assert b_in.wait(10)
+
+    def in_b() -> None:
+        b_in.set()
+        assert a_done.wait(10)
+        gc.collect(0)
+
+    def drive_a() -> None:
+        sim = Simulation(seed=1)
+        sim.at(1.0, in_a)
+        sim.run()
+        a_done.set()
+
+    def drive_b() -> None:
+        assert a_in.wait(10)
+        sim = Simulation(seed=2)
+        sim.at(1.0, in_b)
+        sim.run()
+
+    threads = [threading.Thread(target=drive_a), threading.Thread(target=drive_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert gc.get_threshold() == thresholds  # A ended first, B last: put back once, by B
+    assert gc.get_freeze_count() == frozen
