@@ -136,8 +136,6 @@ class RayClient:
         Raises:
             AgentStoppedError: the agent is no root of this runtime, or has no store.
         """
-        import ray
-
         with self.lock:
             root = self.roots.get(agent_id)
             gate = self._activating.setdefault(agent_id, threading.Lock())
@@ -148,15 +146,10 @@ class RayClient:
             )
         with gate:
             handle = self.handles[root.host]
-            if ray.get(handle.holds.remote(agent_id), timeout=RESTART_WAIT) is not None:
+            if wait_for(handle.holds.remote(agent_id)) is not None:
                 return  # another caller activated it meanwhile
-            ray.get(
-                [h.forget.remote(root.session_id, None) for h in self.handles], timeout=RESTART_WAIT
-            )
-            info = ray.get(
-                handle.restore.remote(root.session_id, root.specs, root.seed),
-                timeout=RESTART_WAIT,
-            ).get()
+            wait_for([h.forget.remote(root.session_id, None) for h in self.handles])
+            info = wait_for(handle.restore.remote(root.session_id, root.specs, root.seed)).get()
             assert isinstance(info, RootInfo)
             _log.info("agent activated after its host restarted", agent_id=agent_id)
 
@@ -318,4 +311,6 @@ class RayClient:
     def close(self) -> None:
         """Refuse what is sent from now on; stop the client's threads."""
         self.closed = True
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        # Not cancel_futures: a retry queued there would leave its lane busy and its callers
+        # waiting; it runs, and finds the client closed.
+        self.pool.shutdown(wait=False)

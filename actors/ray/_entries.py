@@ -143,6 +143,13 @@ class _Awaited(DriverEntry):
     def _closed(self, outcome: Any) -> None:
         if isinstance(outcome, Outcome):
             _settle(self.future, outcome)
+        elif outcome is None:  # the host closed it as it shut down: no end will come
+            error = _stopped(self.agent_id)
+            with self._lock:
+                if not self._taken:
+                    self._read_error = error  # the lane's answer decides
+                    return
+            settle(self.future, error=error)
         # Missing: the lane's answer says so too, and decides.
 
     def _read_failed(self, error: BaseException) -> None:
@@ -167,7 +174,9 @@ class _Awaited(DriverEntry):
         with self._lock:
             self._taken = True
             error = self._read_error
-        if error is not None:
+        if isinstance(error, AgentStoppedError):  # its host closed the outbox, shutting down
+            settle(self.future, error=error)
+        elif error is not None:
             self._host_died(error)
         elif not self.read_on_send:
             self._read()

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from actors._logging import get_logger
+from actors.exceptions import AgentStoppedError
 from actors.runtime._host import settle
 
 __all__ = ["MAX_BATCH", "RESEND_DELAY", "RESTART_WAIT", "Entry", "Lane", "host_gone"]
@@ -244,6 +245,9 @@ class Lane:
             try:
                 self._pool.submit(self._retried, entries)
             except RuntimeError:  # the pool is shut down: the caller is closing
+                stopped = AgentStoppedError("the runtime was shut down before this was sent again")
+                for entry in entries:  # each one's caller hears it; none goes again
+                    _asks(entry.lost, stopped)
                 self._next()
 
     def _retried(self, entries: list[Any]) -> None:

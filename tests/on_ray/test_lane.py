@@ -262,3 +262,19 @@ def test_a_reply_that_does_not_match_the_batch_loses_it_and_the_lane_goes_on() -
 def test_a_lane_that_retries_needs_a_pool() -> None:
     with pytest.raises(ValueError, match="pool"):
         Lane(FakeHost().call, retry=lambda entries: entries)
+
+
+def test_an_entry_due_again_after_its_caller_closed_hears_that_it_stopped() -> None:
+    from actors.exceptions import AgentStoppedError
+
+    host = FakeHost()
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    lane = lane_of(host, retry=lambda entries: entries, pool=pool)
+    run = Note("run", again=lambda reply: reply == "missing")
+    lane.put(run)
+    pool.shutdown(wait=True)  # the runtime closed its client while the call was out
+    host.answer(0, ["missing"])  # the host lost the agent: the entry would go again
+    assert len(run.losses) == 1
+    assert isinstance(run.losses[0], AgentStoppedError)
+    lane.put(Note("after"))  # the lane is not left busy: what comes next is sent
+    assert host.inputs(1) == ("after",)
