@@ -134,6 +134,8 @@ def _outcome(ended: concurrent.futures.Future[Any]) -> Outcome:
 
 def _run(server: HostServer, item: RunInput) -> Reply:
     """Start or resume a run; its stream events (if asked) and its outcome go to the outbox."""
+    if not server.first_start(item.key):
+        return _TAKEN  # sent again: it runs once, its outcome goes to the outbox read already
     local = server.local
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     message = (

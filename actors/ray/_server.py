@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,9 @@ from actors.store._protocol import SessionStore
 __all__ = ["HostConfig", "HostServer"]
 
 _log = get_logger("actors.ray")
+
+
+RUNS_REMEMBERED = 65_536  # run keys a host keeps to refuse starting one twice
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,9 @@ class HostServer:
         self._contexts: dict[str, Any] = {}  # what the tools of each such tree see here
         self.parent_hosts: dict[str, int] = {}  # adopted child id -> its parent's host
         self.outboxes: dict[str, Outbox] = {}
+        # Keys of the latest runs started here: a lane's call sent twice (its answer was lost
+        # to a network blip, not its host) must not start a run twice.
+        self._runs_started: OrderedDict[str, None] = OrderedDict()
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         self.closing = False  # shutting down: children stay here, stand-ins are let go
 
@@ -283,6 +290,16 @@ class HostServer:
         threading.Thread(target=work, name="actors-ray-recover", daemon=True).start()
 
     # -- streams and subscriptions --------------------------------------------------------------
+
+    def first_start(self, key: str) -> bool:
+        """Whether the run of ``key`` is started here for the first time (and note that it is)."""
+        with self._lock:
+            if key in self._runs_started:
+                return False
+            self._runs_started[key] = None
+            if len(self._runs_started) > RUNS_REMEMBERED:
+                self._runs_started.popitem(last=False)
+            return True
 
     def outbox(self, key: str) -> Outbox:
         """The outbox of ``key`` (made on first use by either side)."""

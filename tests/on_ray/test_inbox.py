@@ -112,3 +112,17 @@ def test_an_input_for_an_agent_the_host_does_not_hold_is_missing(server: HostSer
     assert asyncio.run(delivery.answers()) == [Missing("nobody")] * 3
     assert closed(server, "run-key") == Missing("nobody")  # its reader ends too
     assert "ask-key" not in server.outboxes  # a question's is read only once taken
+
+
+def test_a_run_sent_twice_runs_once(server: HostServer) -> None:
+    spawn(server, "once")
+    run = RunInput("once", None, "run", "go", "twice-key", stream=False)
+    first = deliver(server, [run])
+    # The lane's call went again: its answer was lost on the way back, not the host.
+    second = deliver(server, [run])
+    assert asyncio.run(first.answers()) == [Taken()]
+    assert asyncio.run(second.answers()) == [Taken()]
+    assert closed(server, "twice-key").value.status == "completed"
+    asked = deliver(server, [AskInput("once", None, "context", "ask-key")])
+    (answer,) = asyncio.run(asked.answers(BOUND))
+    assert [e["type"] for e in answer.value["events"]].count("turn_start") == 1
