@@ -120,7 +120,12 @@ def simulate(args: argparse.Namespace) -> int:
     except TypeError as exc:
         raise CliError(f"{args.target} could not build the world: {exc}", _HINT, code=2) from exc
     began = time.perf_counter()
-    sim.run(until=args.until, progress=_Progress(args.until, sys.stderr))
+    interrupted = False
+    try:
+        sim.run(until=args.until, progress=_Progress(args.until, sys.stderr))
+    except KeyboardInterrupt:  # Ctrl-C: what was simulated is written all the same
+        interrupted = True
+        sys.stderr.write(f"\ninterrupted at t={sim.now:g}: writing what was simulated so far\n")
     wall = time.perf_counter() - began
     written = [out / "events.jsonl", out / "series.csv", out / "chart.svg", out / "summary.json"]
     sim.export_jsonl(written[0])
@@ -132,7 +137,12 @@ def simulate(args: argparse.Namespace) -> int:
         written.append(out / "series.parquet")
     if importlib.util.find_spec("matplotlib") is not None:
         written.append(_png(table, out / "chart.png"))
-    summary = {**sim.summary(), "wall_s": round(wall, 3), "params": params}
+    summary = {
+        **sim.summary(),
+        "wall_s": round(wall, 3),
+        "params": params,
+        "interrupted": interrupted,
+    }
     written[3].write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     steps_per_s = sim.steps / wall if wall > 0 else 0.0
     print(
@@ -145,6 +155,12 @@ def simulate(args: argparse.Namespace) -> int:
         print(f"last sample (t={last['time']:g}): {values}")
     for path in written:
         print(f"wrote {path}")
+    if interrupted:
+        raise CliError(
+            f"interrupted at t={sim.now:g}",
+            "the files written hold the simulation up to then",
+            code=130,
+        )
     return 0
 
 

@@ -93,6 +93,22 @@ def test_actors_simulate_writes_the_log_series_chart_and_summary(tmp_path: Path)
     assert (tmp_path / "again" / "events.jsonl").read_bytes() == (out / "events.jsonl").read_bytes()
 
 
+@pytest.mark.timeout(120)
+def test_ctrl_c_during_actors_simulate_still_writes_what_was_simulated(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = actors_cli(
+        "simulate", str(HERE / "worlds.py") + ":interrupted", "--seed", "4", "--until", "600",
+        "--out", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 130
+    assert "interrupted at t=150" in done.stderr
+    assert "Traceback" not in done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert (out / "series.csv").read_text().splitlines()[-1].startswith("120.0,")  # the last sample
+    assert (out / "events.jsonl").read_text().count("\n") > 0
+
+
 def test_actors_simulate_names_what_is_wrong(tmp_path: Path) -> None:
     missing = actors_cli("simulate", "nowhere.py:world", cwd=tmp_path)
     assert missing.returncode == 2

@@ -46,5 +46,16 @@ def counter(sim: Simulation, agents: int = 3, latency: float = 1.0) -> Counter:
     return state
 
 
+def interrupted(sim: Simulation) -> Counter:
+    """The counter world, and a Ctrl-C at t=150 (as the interpreter raises it)."""
+    state = counter(sim, agents=2)
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    sim.at(150.0, ctrl_c)
+    return state
+
+
 def not_a_world() -> Any:
     return None
