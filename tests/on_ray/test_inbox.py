@@ -12,47 +12,26 @@ from typing import Any
 
 import pytest
 
-from actors import Agent, TreeLimits, UserMessage
+from actors import Agent, UserMessage
 from actors.loop._types import CancelRun, Steer
 from actors.ray._inbox import deliver
 from actors.ray._inputs import AskInput, RunInput, TellInput
-from actors.ray._outbox import Closed
-from actors.ray._server import HostConfig, HostServer
+from actors.ray._server import HostServer
 from actors.ray._wire import Missing, Outcome, Taken, TreeSeed
 from actors.testing import ScriptedModel
 
-BOUND = 30.0
+from .inprocess import BOUND, closed, host_server
 
 
 @pytest.fixture
 def server() -> Iterator[HostServer]:
-    config = HostConfig(
-        limits=TreeLimits(),
-        workers=2,
-        max_tool_threads=2,
-        default_model=None,
-        placement="parent",
-        tool_context_factory=None,
-    )
-    host = HostServer(0, ("host-0",), "tests", config)
-    yield host
-    host.shutdown(5)
+    with host_server(("host-0",)) as host:
+        yield host
 
 
 def spawn(server: HostServer, agent_id: str, latency: float = 0) -> None:
     spec = Agent(agent_id, model=ScriptedModel(["done"], latency=latency))
     server.spawn(agent_id, spec, TreeSeed(None, None, None), {})
-
-
-def closed(server: HostServer, key: str) -> Any:
-    """What the outbox ``key`` closed with (waiting for it)."""
-    items, waiter = server.take(key)
-    while not items and waiter is not None:
-        waiter.result(BOUND)
-        items, waiter = server.take(key)
-    (item,) = items
-    assert isinstance(item, Closed)
-    return item.outcome
 
 
 def test_one_call_s_inputs_reach_the_agent_in_order(server: HostServer) -> None:

@@ -14,16 +14,15 @@ from typing import Any
 
 import pytest
 
-from actors import Agent, Subagent, TreeLimits
+from actors import Agent, Subagent
 from actors.loop._types import CancelRun
 from actors.ray._inbox import deliver
 from actors.ray._inputs import ChildInput, RunInput, TellInput
-from actors.ray._outbox import Closed
-from actors.ray._server import HostConfig, HostServer
+from actors.ray._server import HostServer
 from actors.ray._wire import Taken, TreeSeed
 from actors.testing import ScriptedModel, call
 
-BOUND = 30.0
+from .inprocess import BOUND, closed, host_server
 
 
 class _Ref:
@@ -58,27 +57,8 @@ class Transport:
 
 @pytest.fixture
 def server() -> Iterator[HostServer]:
-    config = HostConfig(
-        limits=TreeLimits(),
-        workers=2,
-        max_tool_threads=2,
-        default_model=None,
-        placement="parent",
-        tool_context_factory=None,
-    )
-    host = HostServer(0, ("host-0", "host-1"), "tests", config)
-    yield host
-    host.shutdown(5)
-
-
-def closed(server: HostServer, key: str) -> Any:
-    items, waiter = server.take(key)
-    while not items and waiter is not None:
-        waiter.result(BOUND)
-        items, waiter = server.take(key)
-    (item,) = items
-    assert isinstance(item, Closed)
-    return item.outcome
+    with host_server(("host-0", "host-1")) as host:
+        yield host
 
 
 def test_a_parent_s_cancel_follows_its_remote_child_s_run(
