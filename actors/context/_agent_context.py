@@ -328,7 +328,7 @@ class AgentContext:
         set_fields_set(event, _ALL_EVENT_FIELDS)
         set_extra(event, None)
         set_private(event, None)
-        if event_type not in _INERT:  # most of a step's events fold into nothing
+        if event_type in _FOLDED:  # most of a step's events project to nothing: no fold
             self._fold(event, message, update, usage)
         events.append(event)
         for listener in self._listeners:  # a tuple: (un)subscribing meanwhile swaps it
@@ -348,7 +348,7 @@ class AgentContext:
         ``message``, ``update`` and ``usage`` are the event's payload already parsed (by the
         caller that built the data from them): they are folded instead of the data read again.
         """
-        if event.type not in _INERT:  # bookkeeping that projects to nothing: most events
+        if event.type in _FOLDED:  # most events project to nothing: no fold
             self._fold(event, message, update, usage)
 
     def _fold(
@@ -358,7 +358,7 @@ class AgentContext:
         update: ContextUpdate | None,
         usage: Usage | None,
     ) -> None:
-        """`_apply` for an event that may project to something (its type is not inert)."""
+        """`_apply` for an event of a type that projects to something (in `_FOLDED`)."""
         kind, data = event.type, event.data
         if kind in SURFACE_TYPES:
             if message is None:
@@ -848,22 +848,19 @@ _ALL_EVENT_FIELDS = SetFields(Event.model_fields)
 
 _ONE_TOOL_CALL = Usage(tool_calls=1)
 
-_INERT = frozenset(
-    {
-        "request_header",
-        "step_end",
-        "turn_end",
-        "subagent_spawned",
-        "subagent_finished",
-        "cancelled",
-        "error",
-        "steered",
-        "recovered",
-        "passivated",
-        "activated",
-    }
-)
-"""Framework event types that `_apply` folds into nothing (checked first: they are common)."""
+_FOLDED = SURFACE_TYPES | {
+    "usage",
+    "tool_call",
+    "turn_start",
+    "step_start",
+    "context_update",
+    REPLACE,
+    "suspended",
+    "resumed",
+    "message_sent",
+    "message_received",
+}
+"""The event types `_fold` projects (one branch each); every other event folds into nothing."""
 
 
 _new_model = object.__new__
