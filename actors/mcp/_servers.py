@@ -42,6 +42,28 @@ class _MCPServer:
     tool_timeout: float | None = None
     requires_approval: bool | Collection[str] = False
 
+    def _assign(
+        self,
+        own: dict[str, Any],
+        *,
+        name: str,
+        prefix: str | None,
+        timeout: float,
+        tool_timeout: float | None,
+        requires_approval: bool | Collection[str],
+    ) -> None:
+        """Check the options every server takes, then set them and the server's ``own``."""
+        _check_common(name, prefix, timeout, tool_timeout)
+        common = {
+            "name": name,
+            "prefix": prefix,
+            "timeout": timeout,
+            "tool_timeout": tool_timeout,
+            "requires_approval": requires_approval,
+        }
+        for attribute, value in {**own, **common}.items():
+            object.__setattr__(self, attribute, value)  # a frozen dataclass
+
     def tool_name(self, server_name: str) -> str:
         """The name the model calls the server's tool ``server_name`` by."""
         name = _NAME.sub("_", server_name)
@@ -129,21 +151,21 @@ class MCPServerStdio(_MCPServer):
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
             raise UserError(f"MCPServerStdio: args must be a list of strings, got {args!r}")
         name = name or _default_name(command, args)
-        _check_common(name, prefix, timeout, tool_timeout)
-        setters = {
+        own = {
             "command": command,
             "args": tuple(args),
             "env": dict(env) if env is not None else None,
             "cwd": cwd,
             "stderr": stderr,
-            "name": name,
-            "prefix": prefix,
-            "timeout": timeout,
-            "tool_timeout": tool_timeout,
-            "requires_approval": requires_approval,
         }
-        for attribute, value in setters.items():
-            object.__setattr__(self, attribute, value)
+        self._assign(
+            own,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            tool_timeout=tool_timeout,
+            requires_approval=requires_approval,
+        )
 
     @property
     def key(self) -> Hashable:
@@ -205,18 +227,15 @@ class MCPServerHTTP(_MCPServer):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise UserError(f"MCPServerHTTP needs an http(s) URL, got {url!r}")
         name = name or url.split("://", 1)[1].split("/", 1)[0]
-        _check_common(name, prefix, timeout, tool_timeout)
-        setters = {
-            "url": url,
-            "headers": dict(headers) if headers is not None else None,
-            "name": name,
-            "prefix": prefix,
-            "timeout": timeout,
-            "tool_timeout": tool_timeout,
-            "requires_approval": requires_approval,
-        }
-        for attribute, value in setters.items():
-            object.__setattr__(self, attribute, value)
+        own = {"url": url, "headers": dict(headers) if headers is not None else None}
+        self._assign(
+            own,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            tool_timeout=tool_timeout,
+            requires_approval=requires_approval,
+        )
 
     @property
     def key(self) -> Hashable:
