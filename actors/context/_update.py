@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -164,6 +164,11 @@ class ContextUpdate:
     __slots__ = ("_ops",)
 
     def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
+        if isinstance(operations, str | bytes) or not isinstance(operations, Iterable):
+            raise InvalidUpdateError(
+                f"ContextUpdate takes a tuple of operations, got {type(operations).__name__}; "
+                "build updates with ContextUpdate().set(...), .merge(...), .append(...) and so on"
+            )
         ops = tuple(operations)
         for op in ops:
             if not isinstance(op, _OPERATION_TYPES):

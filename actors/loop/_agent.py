@@ -9,6 +9,7 @@ from typing import Any, Generic, Literal, cast
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
+from actors._checks import check_timeout
 from actors.context._messages import Message
 from actors.context._run_context import RunContext
 from actors.exceptions import AgentDefinitionError
@@ -199,8 +200,23 @@ class Agent(Generic[OutputT]):
             ("tool_timeout", self.tool_timeout),
             ("model_timeout", self.model_timeout),
         ):
-            if value is not None and value <= 0:
-                raise AgentDefinitionError(f"agent {self.name!r}: {label} must be positive or None")
+            check_timeout(value, f"agent {self.name!r}: {label}", AgentDefinitionError)
+        lists: dict[str, object] = {"tools": self.tools, "toolsets": self.toolsets}
+        for label, entries in lists.items():  # validators and processors are checked below
+            if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: {label} must be a list, got {type(entries).__name__}"
+                )
+        model = self.model
+        if (
+            model is not None
+            and not isinstance(model, str)
+            and not callable(getattr(model, "request", None))
+        ):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: model must be a Model (with an async request()) or a "
+                f"string such as 'openai:gpt-4o-mini', got {type(model).__name__}"
+            )
         if self.on_message not in ("run", "queue"):
             raise AgentDefinitionError(
                 f"agent {self.name!r}: on_message must be 'run' or 'queue', got {self.on_message!r}"

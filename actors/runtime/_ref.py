@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 from typing_extensions import TypeVar
 
+from actors._checks import check_timeout
 from actors.context._agent_context import AgentContext
 from actors.context._events import Event
 from actors.context._messages import Message, UserMessage
@@ -178,6 +179,7 @@ class AgentRef(Generic[OutputT]):
             RunError: the run failed (a limit, a model failure, ...); the error carries the
                 partial transcript and usage.
         """
+        check_timeout(timeout, "run(timeout=...)")
         return self._wait(self.run_async(prompt), timeout)
 
     def run_stream(self, prompt: str) -> Iterator[StreamEvent]:
@@ -260,6 +262,12 @@ class AgentRef(Generic[OutputT]):
         Raises:
             UnknownRequestError: an id is unknown or already answered; nothing was changed.
         """
+        check_timeout(timeout, "resume(timeout=...)")
+        if not isinstance(answers, Mapping):
+            raise UserError(
+                "resume takes a mapping of request id to Answer (see result.pending), "
+                f"got {type(answers).__name__}"
+            )
         future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
         self._tell(ResumeRun(dict(answers), HostReply(future)))
         return self._wait(RunFuture(future), timeout)

@@ -18,7 +18,7 @@ from actors.runtime._effects import ApprovalHandler
 from actors.runtime._local import LocalHost
 from actors.runtime._ref import AgentRef
 from actors.runtime._restore import restore_tree
-from actors.store._protocol import SessionStore
+from actors.store._protocol import SessionStore, check_store
 
 __all__ = ["Runtime"]
 
@@ -216,6 +216,9 @@ class Runtime:
         if not isinstance(agent, Agent):
             raise UserError(f"spawn takes an Agent spec, got {type(agent).__name__}")
         require_models(agent, host.default_model)
+        check_store(store)
+        if session_id is not None and (not isinstance(session_id, str) or not session_id):
+            raise UserError(f"session_id must be a non-empty string or None, got {session_id!r}")
         if store is None and self.idle_after is not None:
             raise UserError(
                 "this runtime passivates idle agents (idle_after="
@@ -329,6 +332,14 @@ class Runtime:
         live = host.session_root(store, session_id)
         if live is not None:
             raise UserError(f"session {session_id!r} is already live in this runtime ({live!r})")
+        if store is None:
+            raise UserError("restore needs the store that holds the session")
+        check_store(store)
+        if isinstance(agents, str) or not isinstance(agents, Mapping | Sequence):
+            raise UserError(
+                "restore takes the session's agent specs: a list of Agents, or a mapping of "
+                f"name to Agent, got {type(agents).__name__}"
+            )
         for spec in agents.values() if isinstance(agents, Mapping) else agents:
             if isinstance(spec, Agent):
                 host.toolsets.prepare(spec)  # blocking: open its MCP servers (and check names)

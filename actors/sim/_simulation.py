@@ -209,6 +209,8 @@ class Simulation:
     def at(self, time: float, function: Callable[[], Any]) -> None:
         """Call ``function()`` at virtual time ``time`` (now, if that is past)."""
         when = _time(time, "at(time)")
+        if when == float("inf"):
+            raise UserError("at(time) needs a finite virtual time, got inf")
         self._check_function(function)
         self._host.schedule(max(when, self.now), WorldCall(function))
 

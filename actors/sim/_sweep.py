@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import gc
+import inspect
 import itertools
 import multiprocessing
 import os
@@ -81,6 +82,12 @@ def sweep(
     Raises:
         UserError: no seeds, a parameter without values, or a world that cannot be pickled.
     """
+    if not callable(world):
+        raise UserError(f"sweep() takes a world function, world(sim, **params), got {world!r}")
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Iterable):
+        raise UserError(f"seeds must be a list of ints or strings, got {seeds!r}")
+    if params is not None and not isinstance(params, Mapping):
+        raise UserError(f"params must map a parameter's name to its values, got {params!r}")
     seed_list = list(seeds)
     if not seed_list:
         raise UserError("sweep() needs at least one seed")
@@ -91,6 +98,16 @@ def sweep(
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
             raise UserError(f"params[{name!r}] must be a non-empty list of values, got {values!r}")
     combos = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    try:  # a parameter the world does not take: say so here, not in a worker process
+        signature: inspect.Signature | None = inspect.signature(world)
+    except (TypeError, ValueError):  # a builtin or a C function: nothing to check
+        signature = None
+    for combo in combos:
+        try:
+            if signature is not None:
+                signature.bind(None, **combo)
+        except TypeError as exc:
+            raise UserError(f"sweep(): the world cannot take {sorted(combo)}: {exc}") from None
     jobs = [(world, seed, combo, until, rows, options) for combo in combos for seed in seed_list]
     workers = processes if processes is not None else (os.cpu_count() or 1)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:

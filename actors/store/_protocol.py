@@ -7,9 +7,10 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from actors.context._events import Event
+from actors.exceptions import UserError
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
-__all__ = ["SessionStore"]
+__all__ = ["SessionStore", "check_store"]
 
 
 @runtime_checkable
@@ -178,3 +179,12 @@ class SessionStore(Protocol):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def check_store(store: object) -> None:
+    """A store is None or has the `SessionStore` methods; else `UserError`."""
+    if store is not None and not isinstance(store, SessionStore):
+        raise UserError(
+            "store must be a SessionStore (SQLiteStore(path), MemoryStore(), "
+            f"PostgresStore(dsn)) or None, got {type(store).__name__}"
+        )

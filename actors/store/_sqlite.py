@@ -96,6 +96,8 @@ class SQLiteStore(SessionStore):
     ) -> None:
         if durability not in ("sync", "batch"):
             raise UserError(f"durability must be 'sync' or 'batch', got {durability!r}")
+        if not isinstance(path, str | os.PathLike):
+            raise UserError(f"SQLiteStore takes a file path, got {type(path).__name__}")
         self._path = Path(path)
         self._durability: Durability = durability
         self._clock = clock

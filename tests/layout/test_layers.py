@@ -18,6 +18,7 @@ FLOORS: dict[str, int] = {
     "exceptions": 0,
     "_logging": 0,
     "_safe": 0,
+    "_checks": 0,
     "context": 1,
     "models": 2,
     "store": 2,
