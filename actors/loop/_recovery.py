@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from actors.context._agent_context import INTERRUPTED_NOT_STARTED, AgentContext
 from actors.context._messages import ToolCall, UserMessage
+from actors.loop._peers import peer_message
 
-__all__ = ["OUTCOME_UNKNOWN", "open_turn", "recover"]
+__all__ = ["OUTCOME_UNKNOWN", "open_turn", "recover", "undelivered"]
 
 OUTCOME_UNKNOWN = (
     "Tool call was interrupted and its outcome is unknown: it may have run. "
@@ -47,7 +48,7 @@ def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
         return OUTCOME_UNKNOWN if call.id in started else INTERRUPTED_NOT_STARTED
 
     patched = ctx.patch_dangling_tool_calls(content)
-    _deliver_steering(ctx)
+    _deliver_waiting(ctx)
     ctx.log_event(
         "recovered",
         {
@@ -60,14 +61,34 @@ def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
     return patched
 
 
-def _deliver_steering(ctx: AgentContext) -> None:
-    """Hand the transcript any message sent with ``ref.send`` that the crash kept from it."""
+def undelivered(ctx: AgentContext, start: int) -> list[tuple[UserMessage, str]]:
+    """Messages of the turn from ``start`` logged on arrival but not yet in the transcript.
+
+    A steer (``ref.send``) and a peer message that reach a running agent are logged at once
+    and join the transcript at its next step boundary: a crash or a suspension in between
+    leaves them waiting. Each comes with its transcript source (``"steer"`` or ``"peer"``).
+    """
+    arrived: list[tuple[UserMessage, str]] = []  # in the order they came
+    given = {"steer": 0, "peer": 0}
+    for event in ctx.events_since(start):
+        kind, data = event.type, event.data
+        if kind == "steered":
+            arrived.append((UserMessage(content=data.get("content", "")), "steer"))
+        elif kind == "message_received":
+            arrived.append((peer_message(data["from"], data["content"]), "peer"))
+        elif kind == "user_message" and data.get("source") in given:
+            given[data["source"]] += 1
+    waiting = []
+    for message, source in arrived:  # the first ones of each source were given already
+        if given[source]:
+            given[source] -= 1
+        else:
+            waiting.append((message, source))
+    return waiting
+
+
+def _deliver_waiting(ctx: AgentContext) -> None:
+    """Hand the transcript what reached the agent and the crash kept from it."""
     start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-    sent = [e.data.get("content", "") for e in ctx.events[start:] if e.type == "steered"]
-    delivered = sum(
-        1
-        for e in ctx.events[start:]
-        if e.type == "user_message" and e.data.get("source") == "steer"
-    )
-    for content in sent[delivered:]:
-        ctx.add_message(UserMessage(content=content), source="steer")
+    for message, source in undelivered(ctx, start):
+        ctx.add_message(message, source=source)

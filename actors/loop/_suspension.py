@@ -9,11 +9,11 @@ from pydantic import ValidationError
 
 from actors.context._cancel import CancellationToken
 from actors.context._json import JsonError, json_copy
-from actors.context._messages import ToolCall, UserMessage
+from actors.context._messages import ToolCall
 from actors.context._suspension import Answer, Request
 from actors.context._usage import Usage
 from actors.exceptions import UnknownRequestError
-from actors.loop._peers import peer_message
+from actors.loop._recovery import undelivered
 from actors.loop._state import _Call, _LoopCore, _Run
 from actors.loop._tools import describe_validation_error
 from actors.loop._types import ApprovalDecided, Effect, Finish, ResumeChild, ResumeRun, ToolOutcome
@@ -92,22 +92,7 @@ class SuspensionMixin(_LoopCore):
             elif event.type == "tool_call":
                 usage = usage + Usage(tool_calls=1)
         run = _Run(run_id, None, CancellationToken(), usage, start)
-        sent = [e.data.get("content", "") for e in ctx.events[start:] if e.type == "steered"]
-        delivered = sum(
-            1
-            for e in ctx.events[start:]
-            if e.type == "user_message" and e.data.get("source") == "steer"
-        )
-        run.steering.extend((UserMessage(content=c), "steer") for c in sent[delivered:])
-        heard = [e for e in ctx.events[start:] if e.type == "message_received"]
-        given = sum(
-            1
-            for e in ctx.events[start:]
-            if e.type == "user_message" and e.data.get("source") == "peer"
-        )
-        run.steering.extend(
-            (peer_message(e.data["from"], e.data["content"]), "peer") for e in heard[given:]
-        )
+        run.steering.extend(undelivered(ctx, start))
         return run
 
     def _restore_suspension(self) -> None:

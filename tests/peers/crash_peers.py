@@ -2,6 +2,8 @@
 
 python crash_peers.py DB crash     # dies right after alice's step (with the send) is written
 python crash_peers.py DB restore   # restores bob, then alice; prints bob's received messages
+python crash_peers.py DB crash-busy   # bob is mid-run; dies as soon as bob logged the message
+python crash_peers.py DB restore-busy # restores both; prints bob's transcript
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ class CrashAfterSend(SQLiteStore):
             os._exit(17)
 
 
+class CrashAfterReceipt(SQLiteStore):
+    """Dies as soon as bob's `message_received` is durable: before his next step boundary."""
+
+    def append_events(
+        self, session_id: str, agent_id: str, events: Sequence[Event], **kw: Any
+    ) -> None:
+        super().append_events(session_id, agent_id, events, **kw)
+        if any(e.type == "message_received" for e in events):
+            os._exit(17)
+
+
 ALICE = Agent(
     "alice",
     model=ScriptedModel(
@@ -48,9 +61,29 @@ ALICE = Agent(
     tools=[tell],
 )
 BOB = Agent("bob", model=ScriptedModel(["thanks"] * 5, per_agent=True))
+BUSY_BOB = Agent("bob", model=ScriptedModel(["thanks"] * 5, per_agent=True, latency=60))
+
+
+def busy(db: str, mode: str) -> None:
+    if mode == "crash-busy":
+        store = CrashAfterReceipt(db)
+        with Runtime() as runtime:
+            bob = runtime.spawn(BUSY_BOB, store=store, session_id="b", agent_id="bob")
+            bob.run_async("think for a minute")
+            runtime.spawn(ALICE, store=store, session_id="a", agent_id="alice").run("go")
+            bob.context()  # ordered after alice's message: bob has handled it
+        raise SystemExit("bob's receipt was never written")
+    store = SQLiteStore(db)
+    with Runtime() as runtime:
+        bob = runtime.restore("b", store=store, agents=[BOB])
+        runtime.restore("a", store=store, agents=[ALICE])  # sends again: bob has it already
+        print(json.dumps([m.content for m in bob.context().messages]))
 
 
 def main(db: str, mode: str) -> None:
+    if mode.endswith("-busy"):
+        busy(db, mode)
+        return
     if mode == "crash":
         store = CrashAfterSend(db)
         with Runtime() as runtime:

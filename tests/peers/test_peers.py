@@ -166,3 +166,27 @@ def test_a_send_written_but_not_delivered_before_a_crash_is_delivered_once(
     heard_again, kinds_again = (json.loads(line) for line in again.stdout.splitlines())
     assert heard_again == ["hello"]  # sent again on the second restore, and ignored
     assert kinds_again.count("turn_start") == 1
+
+
+def test_a_message_a_running_agent_logged_before_a_crash_reaches_its_transcript(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "peers.db")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(SCRIPT), db, mode],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=50,
+            check=False,
+        )
+
+    crashed = run("crash-busy")
+    assert crashed.returncode == 17, crashed.stderr[-2000:]
+    restored = run("restore-busy")
+    assert restored.returncode == 0, restored.stderr[-2000:]
+    transcript = json.loads(restored.stdout)
+    assert transcript.count("[message from alice]\nhello") == 1
