@@ -180,17 +180,18 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         self._definitions: tuple[ToolDefinition, ...] = ()
         self._refresh_tools()
         self._run: _Run | None = None
-        self._children_spawned = sum(
-            1
-            for e in context.events
-            if e.type == "subagent_spawned" and not e.data.get("continued")
-        )
-        self._kept: dict[str, str] = {
-            e.data["name"]: e.data["child_id"]
-            for e in context.events
-            if e.type == "subagent_spawned" and e.data.get("keep")
-        }
-        self._runs = sum(1 for e in context.events if e.type == "turn_start")
+        # What a restored log says of the runs and children so far (one pass over it).
+        self._children_spawned = self._runs = 0
+        self._kept: dict[str, str] = {}
+        for event in context.events:
+            if event.type == "turn_start":
+                self._runs += 1
+            elif event.type == "subagent_spawned":
+                data = event.data
+                if not data.get("continued"):
+                    self._children_spawned += 1
+                if data.get("keep"):
+                    self._kept[data["name"]] = data["child_id"]
         self.current_tool: str | None = None
         if context.suspended:
             self._restore_suspension()
@@ -369,9 +370,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         if run.final is not None:
             return self._complete(run.final[0])
         if run.steering:
-            for steer, source in run.steering:
-                ctx.add_message(steer, source=source)
-            run.steering.clear()
+            self._flush_steering(run)
         if ctx.iteration >= ctx.max_iterations:
             return self._fail(
                 MaxIterationsExceeded(

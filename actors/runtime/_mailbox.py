@@ -29,12 +29,6 @@ _log = get_logger("actors.runtime")
 
 _IDLE, _SCHEDULED, _CLOSED = 0, 1, 2
 _names = itertools.count(1)
-_worker = threading.local()
-
-
-def on_worker_thread() -> bool:
-    """Whether the calling thread is a mailbox worker (an agent's handler is running on it)."""
-    return getattr(_worker, "active", False)
 
 
 class MailboxOwner(Protocol):
@@ -210,7 +204,6 @@ class Dispatcher:
         return task
 
     def _work(self) -> None:
-        _worker.active = True
         batch, me = self._batch, _Worker()
         while True:
             mailbox = self._next(me)

@@ -152,10 +152,8 @@ def _restore(
     contexts: dict[str, AgentContext] = {}
     nodes: dict[str, AgentNode] = {}
     narrowing_failed: dict[str, tuple[str, Exception]] = {}  # raised if the agent goes live
-    records = {}
     for entry in stored.agents:
         record = entry.record
-        records[record.agent_id] = record
         parent = nodes.get(record.parent_id) if record.parent_id else None
         if record.parent_id and parent is None:
             continue  # under an agent that was never recorded: nothing can reach it
@@ -203,7 +201,7 @@ def _restore(
             f"names a parent ({by_id[stored.root_agent_id].record.parent_id!r}); the store is "
             "damaged"
         )
-    tree.next_position(after=max((r.position for r in records.values()), default=0))
+    tree.next_position(after=max((e.record.position for e in stored.agents), default=0))
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
     # that waits), and what each waiting child has open.
@@ -274,7 +272,7 @@ def _restore(
                 with contextlib.suppress(Exception):  # a broken listener must not stop a wake
                     listener(woke)
         # Events appended by recovery are written before anything new runs.
-        node.buffer.extend(ctx.events[store.last_seq(session_id, agent_id) + 1 :])
+        node.buffer.extend(ctx.events_since(store.last_seq(session_id, agent_id) + 1))
         if agent_id not in live_ids:
             persist(node)
             host.remember_ended(node)

@@ -367,7 +367,7 @@ class Passivation:
             host.release_session(dormant.store, dormant.session_id)
 
     def _lift(self, dormant: Dormant) -> None:
-        """Undo a fence: the waiting messages go to the live agents, in order."""
+        """Undo a fence, or end an activation: the waiting messages go to the live agents."""
         with self._host.lock:
             for agent_id in dormant.ids:
                 if self._index.get(agent_id) is dormant:
@@ -412,11 +412,7 @@ class Passivation:
             for _, message in waiting:
                 _refuse(message, exc)
             return
-        with host.lock:
-            for agent_id in dormant.ids:
-                if self._index.get(agent_id) is dormant:
-                    del self._index[agent_id]
-            self._deliver_waiting(dormant)
+        self._lift(dormant)
 
 
 def _refuse(message: Any, error: BaseException) -> None:
