@@ -48,7 +48,7 @@ from actors.models._model import Model
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, decide_approval
 from actors.runtime._host import Delegate, DelegateDone, DelegateReply, ParentReply, settle
-from actors.runtime._node import AgentNode, new_child
+from actors.runtime._node import AgentNode, new_child, new_loop
 from actors.runtime._persist import persist
 
 __all__ = ["InlineHost"]
@@ -100,14 +100,11 @@ class InlineHost:
         self, node: AgentNode, context: AgentContext, model: Model | None = None
     ) -> AgentLoop:
         """The state machine of an agent of this host, around its context."""
-        return AgentLoop(
-            node.spec,
+        return new_loop(
+            node,
             context,
-            model=model if model is not None else self.resolve_model(node.spec),
-            tool_context=node.tool_context,
-            depth=node.depth,
+            model if model is not None else self.resolve_model(node.spec),
             limits=self.limits,
-            approval_handler=node.approval_handler is not None,
             toolsets=self.toolsets,
             peer_exists=self.peer_exists,
         )

@@ -55,7 +55,7 @@ from actors.runtime._host import (
     settle,
 )
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode, Tree, new_child
+from actors.runtime._node import AgentNode, Tree, new_child, new_loop
 from actors.runtime._persist import persist
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
@@ -230,14 +230,11 @@ class LocalHost:
         self, node: AgentNode, context: AgentContext, model: Model | None = None
     ) -> AgentLoop:
         """The state machine of an agent of this host, around its context (fresh or restored)."""
-        return AgentLoop(
-            node.spec,
+        return new_loop(
+            node,
             context,
-            model=model if model is not None else self.resolve_model(node.spec),
-            tool_context=node.tool_context,
-            depth=node.depth,
+            model if model is not None else self.resolve_model(node.spec),
             limits=self.limits,
-            approval_handler=node.approval_handler is not None,
             toolsets=self.toolsets,
             peer_exists=self.peer_exists,
         )

@@ -13,16 +13,19 @@ from actors.context._agent_context import AgentContext
 from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.loop._agent import Agent
+from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
 from actors.runtime._observer import notify_event
 from actors.runtime._stream import TreeStream, to_stream_events
 
 if TYPE_CHECKING:
+    from actors.loop._toolset import ToolsetHost
+    from actors.models._model import Model
     from actors.runtime._effects import ApprovalHandler
     from actors.runtime._tombstone import Tombstone
     from actors.store._protocol import SessionStore
 
-__all__ = ["MAX_ENDED", "AgentNode", "Tree", "new_child"]
+__all__ = ["MAX_ENDED", "AgentNode", "Tree", "new_child", "new_loop"]
 
 _log = get_logger("actors.runtime")
 
@@ -204,6 +207,29 @@ class AgentNode:
     def alive(self) -> bool:
         """Whether the agent has a live actor."""
         return self.ref is not None and self.ref.is_alive()
+
+
+def new_loop(
+    node: AgentNode,
+    context: AgentContext,
+    model: Model,
+    *,
+    limits: TreeLimits,
+    toolsets: ToolsetHost | None,
+    peer_exists: Callable[[str], bool],
+) -> AgentLoop:
+    """The state machine of an agent of ``node``, around its context (fresh or restored)."""
+    return AgentLoop(
+        node.spec,
+        context,
+        model=model,
+        tool_context=node.tool_context,
+        depth=node.depth,
+        limits=limits,
+        approval_handler=node.approval_handler is not None,
+        toolsets=toolsets,
+        peer_exists=peer_exists,
+    )
 
 
 def new_child(
