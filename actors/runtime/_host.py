@@ -24,6 +24,7 @@ from actors.loop._types import (
     CallModel,
     CallTool,
     Finish,
+    ModelReplied,
     ResumeChild,
     RunChild,
     SendMessage,
@@ -49,8 +50,27 @@ __all__ = [
     "Peers",
     "Query",
     "Reply",
+    "inline_reply",
     "settle",
 ]
+
+
+def inline_reply(model: Any, effect: CallModel) -> ModelReplied | None:
+    """The reply of a model that answers without an event loop (a test model), or None.
+
+    A model with ``respond_inline`` may answer on the calling thread; its exception is the
+    agent's model error, as a request's would be. None: ask it with a request.
+    """
+    respond = getattr(model, "respond_inline", None)
+    if respond is None:
+        return None
+    try:
+        response = respond(effect.request)
+    except Exception as exc:  # a scripted failure: a value for the agent
+        return ModelReplied(effect.run_id, effect.step, error=exc)
+    if response is None:
+        return None
+    return ModelReplied(effect.run_id, effect.step, response=response)
 
 
 def settle(

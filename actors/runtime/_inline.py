@@ -47,7 +47,14 @@ from actors.loop._types import (
 from actors.models._model import Model
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, decide_approval
-from actors.runtime._host import Delegate, DelegateDone, DelegateReply, ParentReply, settle
+from actors.runtime._host import (
+    Delegate,
+    DelegateDone,
+    DelegateReply,
+    ParentReply,
+    inline_reply,
+    settle,
+)
 from actors.runtime._node import AgentNode, new_child, new_loop
 from actors.runtime._persist import persist
 
@@ -205,14 +212,9 @@ class InlineHost:
     def model_reply(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
         """The model's reply to ``effect`` (or its error), asked on this thread."""
         model = cell.loop.model
-        respond = getattr(model, "respond_inline", None)
-        if respond is not None:  # an InlineModel: no event loop needed
-            try:
-                inline = respond(effect.request)
-            except Exception as exc:
-                return ModelReplied(effect.run_id, effect.step, error=exc)
-            if inline is not None:
-                return ModelReplied(effect.run_id, effect.step, response=inline)
+        inline = inline_reply(model, effect)  # an InlineModel: no event loop needed
+        if inline is not None:
+            return inline
 
         async def ask() -> Any:
             return await asyncio.wait_for(model.request(effect.request), effect.timeout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import gc
 import threading
 import uuid
@@ -52,6 +53,7 @@ from actors.runtime._host import (
     ExpireRun,
     ParentReply,
     Peers,
+    inline_reply,
     settle,
 )
 from actors.runtime._mailbox import Dispatcher
@@ -477,23 +479,14 @@ class LocalHost:
         """Answer inline when the model can; else a request on the effects loop."""
         model = cell.loop.model
         node = cell.node
-        respond = getattr(model, "respond_inline", None)
-        if respond is not None and not node.wants_deltas():
-            from actors.loop._types import ModelReplied
-
-            try:
-                response = respond(effect.request)
-            except Exception as exc:  # a scripted failure: a value for the agent
-                cell.deliver(ModelReplied(effect.run_id, effect.step, error=exc))
-                return
-            if response is not None:
-                cell.deliver(ModelReplied(effect.run_id, effect.step, response=response))
-                return
-        if node.wants_deltas():
-            import dataclasses
-
+        if node.wants_deltas():  # a stream is open: the model streams, on the effects loop
             request = dataclasses.replace(effect.request, on_delta=node.publish_delta)
             effect = dataclasses.replace(effect, request=request)
+        else:
+            inline = inline_reply(model, effect)
+            if inline is not None:
+                cell.deliver(inline)
+                return
         self.effects.call_model(effect, model, cell.deliver)
 
     def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
