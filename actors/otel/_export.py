@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from opentelemetry.trace import TracerProvider
 
 from actors import AgentContext
@@ -11,7 +9,7 @@ from actors.exceptions import UserError
 from actors.otel._instrument import _capture, make_tracer
 from actors.otel._reading import read
 from actors.otel._spans import AgentInfo, TreeSpans
-from actors.store import SessionStore, StoredAgent, StoredSession
+from actors.store import SessionStore
 
 __all__ = ["export_session"]
 
@@ -51,7 +49,7 @@ def export_session(
     tree = TreeSpans(make_tracer(tracer_provider), _capture(capture_content))
     session = store.load(session_id)
     count = 0
-    for stored in _parents_first(session):
+    for stored, _ in session.tree_order():
         context = AgentContext.deserialize(stored.context)
         record = stored.record
         spans = tree.agent(AgentInfo(record.agent_id, record.name, record.parent_id, session_id))
@@ -61,21 +59,3 @@ def export_session(
             spans.end_run(spans.last, record.status, None, None)
         count += 1
     return count
-
-
-def _parents_first(session: StoredSession) -> Iterator[StoredAgent]:
-    """Depth first from the root, children in spawn order; agents it cannot reach come last."""
-    children: dict[str | None, list[StoredAgent]] = {}
-    for agent in session.agents:
-        children.setdefault(agent.record.parent_id, []).append(agent)
-    seen: set[str] = set()
-    stack = [a for a in session.agents if a.agent_id == session.root_agent_id]
-    stack += [a for a in session.agents if a.agent_id != session.root_agent_id]
-    stack.reverse()
-    while stack:
-        agent = stack.pop()
-        if agent.agent_id in seen:
-            continue
-        seen.add(agent.agent_id)
-        yield agent
-        stack.extend(reversed(children.get(agent.agent_id, [])))

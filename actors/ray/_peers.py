@@ -348,9 +348,3 @@ class HostPeers:
         if not suspended and not node.keep:
             stand_in.remote_alive = False  # its host stops it by itself
         local.child_done(node, finish)
-
-
-def _open_stream(stream: TreeStream) -> Any:
-    from actors.runtime._host import OpenStream
-
-    return OpenStream(stream, [])

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from actors.context._json import plain_metadata
-from actors.exceptions import SessionNotFoundError, UserError
+from actors.exceptions import UserError
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
@@ -22,7 +22,7 @@ from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._ref import AgentRef
-from actors.store._protocol import SessionStore
+from actors.store._protocol import SessionStore, has_session
 
 __all__ = ["RayRuntime"]
 
@@ -384,7 +384,7 @@ class RayRuntime:
         seed = self._seed(agent, chosen_store, session_id, tool_context, approval_handler)
         host = self._session_host(session_id)
         handle = self._client.handles[host]
-        if _has_session(self._driver_store(chosen_store), session_id):
+        if has_session(self._driver_store(chosen_store), session_id):
             info = wait_for(handle.restore.remote(session_id, [agent], seed)).get()
         else:
             initial = plain_metadata(metadata)
@@ -485,11 +485,3 @@ class RayRuntime:
         """How many agents run on each host, by host index."""
         counts = wait_for([h.live_agents.remote() for h in self._client.handles])
         return [int(c) for c in counts]
-
-
-def _has_session(store: SessionStore, session_id: str) -> bool:
-    try:
-        store.last_seq(session_id, "")
-    except SessionNotFoundError:
-        return False
-    return True

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from actors.context._events import Clock, system_clock
 from actors.context._json import plain_metadata
-from actors.exceptions import SessionNotFoundError, UserError
+from actors.exceptions import UserError
 from actors.loop._agent import Agent
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
@@ -18,7 +18,7 @@ from actors.runtime._effects import ApprovalHandler
 from actors.runtime._local import LocalHost
 from actors.runtime._ref import AgentRef
 from actors.runtime._restore import restore_tree
-from actors.store._protocol import SessionStore, check_store
+from actors.store._protocol import SessionStore, check_store, has_session
 
 __all__ = ["Runtime"]
 
@@ -276,7 +276,7 @@ class Runtime:
         known = host.session_root(store, session_id)
         if known is not None:
             return AgentRef(host, known, name=agent.name, session_id=session_id)
-        if _has_session(store, session_id):
+        if has_session(store, session_id):
             return self.restore(
                 session_id,
                 store=store,
@@ -378,12 +378,3 @@ class Runtime:
     def live_agents(self) -> int:
         """How many agents are in memory (passivated ones are not)."""
         return self._host.live_agents()
-
-
-def _has_session(store: SessionStore, session_id: str) -> bool:
-    """Whether ``store`` holds the session."""
-    try:
-        store.last_seq(session_id, "")
-    except SessionNotFoundError:
-        return False
-    return True

@@ -7,10 +7,10 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from actors.context._events import Event
-from actors.exceptions import UserError
+from actors.exceptions import SessionNotFoundError, UserError
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
-__all__ = ["SessionStore", "check_store"]
+__all__ = ["SessionStore", "check_store", "has_session"]
 
 
 @runtime_checkable
@@ -188,3 +188,12 @@ def check_store(store: object) -> None:
             "store must be a SessionStore (SQLiteStore(path), MemoryStore(), "
             f"PostgresStore(dsn)) or None, got {type(store).__name__}"
         )
+
+
+def has_session(store: SessionStore, session_id: str) -> bool:
+    """Whether ``store`` holds the session."""
+    try:
+        store.last_seq(session_id, "")
+    except SessionNotFoundError:
+        return False
+    return True

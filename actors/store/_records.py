@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -110,6 +111,28 @@ class StoredSession:
             if stored.record.agent_id == agent_id:
                 return stored
         raise KeyError(f"session {self.session_id!r} has no agent {agent_id!r}")
+
+    def tree_order(self) -> Iterator[tuple[StoredAgent, int]]:
+        """Each agent with its depth: depth first from the root, children in spawn order.
+
+        Agents the root does not reach (a parent missing from the session, a second root) come
+        last, each at depth 0 with its own subtree.
+        """
+        children: dict[str | None, list[StoredAgent]] = {}
+        for agent in self.agents:
+            children.setdefault(agent.record.parent_id, []).append(agent)
+        roots = [a for a in self.agents if a.record.agent_id == self.root_agent_id]
+        roots += [a for a in self.agents if a.record.agent_id != self.root_agent_id]
+        stack = [(agent, 0) for agent in reversed(roots)]
+        seen: set[str] = set()
+        while stack:
+            agent, depth = stack.pop()
+            if agent.record.agent_id in seen:
+                continue
+            seen.add(agent.record.agent_id)
+            yield agent, depth
+            below = children.get(agent.record.agent_id, [])
+            stack.extend((child, depth + 1) for child in reversed(below))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,7 +44,7 @@ def build_trace(session: StoredSession) -> Trace:
     Raises:
         SerializationError: An agent's stored context cannot be read.
     """
-    lanes = tuple(_lane(agent, depth) for agent, depth in _tree_order(session))
+    lanes = tuple(_lane(agent, depth) for agent, depth in session.tree_order())
     return Trace(
         session_id=session.session_id,
         root_agent_id=session.root_agent_id,
@@ -52,28 +52,6 @@ def build_trace(session: StoredSession) -> Trace:
         updated_at=session.updated_at,
         lanes=lanes,
     )
-
-
-def _tree_order(session: StoredSession) -> Iterator[tuple[StoredAgent, int]]:
-    """Depth first from the root, children in spawn order; agents it cannot reach come last."""
-    children: dict[str | None, list[StoredAgent]] = {}
-    for agent in session.agents:
-        children.setdefault(agent.record.parent_id, []).append(agent)
-    seen: set[str] = set()
-
-    def walk(agent: StoredAgent, depth: int) -> Iterator[tuple[StoredAgent, int]]:
-        seen.add(agent.agent_id)
-        yield agent, depth
-        for child in children.get(agent.agent_id, []):
-            if child.agent_id not in seen:
-                yield from walk(child, depth + 1)
-
-    roots = [a for a in session.agents if a.agent_id == session.root_agent_id]
-    for root in roots:
-        yield from walk(root, 0)
-    for agent in session.agents:  # a parent missing from the session, or a second root
-        if agent.agent_id not in seen:
-            yield from walk(agent, 0)
 
 
 def _lane(stored: StoredAgent, depth: int) -> Lane:
