@@ -6,7 +6,6 @@ constructed, so ``import actors.store`` works without the ``actors[postgres]`` e
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from actors.store._batch import (
     check_id,
     check_own_record,
     check_record,
+    decode_data,
     encode_data,
     encode_events,
     new_events,
@@ -319,13 +319,23 @@ class PostgresStore(SessionStore):
 
         def damaged(agent_id: str, exc: Exception) -> StoreError:
             return CorruptStoreError(
-                f"an event of agent {agent_id!r} in session {session_id!r} in {self.url} does "
-                f"not hold JSON ({exc}); restore the database from a backup"
+                f"a stored row of agent {agent_id!r} of session {session_id!r} in {self.url} "
+                f"cannot be read ({exc}); restore the database from a backup"
             )
 
         root, data, created_at, updated_at = head
         agents = stored_agents(agent_rows, event_rows, damaged)
-        return StoredSession(session_id, root, json.loads(data), created_at, updated_at, agents)
+        session_data = self._session_data(session_id, data)
+        return StoredSession(session_id, root, session_data, created_at, updated_at, agents)
+
+    def _session_data(self, session_id: str, data: object) -> dict[str, Any]:
+        try:
+            return decode_data(data)
+        except ValueError as exc:
+            raise CorruptStoreError(
+                f"the data of session {session_id!r} in {self.url} cannot be read ({exc}); "
+                "restore the database from a backup"
+            ) from None
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
@@ -336,7 +346,7 @@ class PostgresStore(SessionStore):
             SessionInfo(
                 session_id=session_id,
                 root_agent_id=root,
-                data=json.loads(data),
+                data=self._session_data(session_id, data),
                 created_at=created_at,
                 updated_at=updated_at,
                 agent_count=agent_count,
