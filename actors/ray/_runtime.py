@@ -285,6 +285,20 @@ class RayRuntime:
             self._counters[wanted] = suffix + 1
             return f"{wanted}-{suffix}"
 
+    def _check_spec(self, agent: Agent[Any]) -> None:
+        """That a spec pickles, checked once per spec (a spec is immutable)."""
+        if agent not in self._checked:
+            check_travels(agent, f"agent {agent.name!r}", _SPEC_HINT)
+            self._checked.add(agent)
+
+    def _live_root(self, session_id: str, recipe: StoreRecipe) -> Root | None:
+        """The root of the session of this store, if it is live in this runtime."""
+        with self._client.lock:
+            for root in self._client.roots.values():
+                if root.session_id == session_id and root.seed.store == recipe:
+                    return root
+        return None
+
     def _seed(
         self,
         agent: Agent[Any],
@@ -293,9 +307,7 @@ class RayRuntime:
         tool_context: Any,
         approval_handler: ApprovalHandler | None,
     ) -> TreeSeed:
-        if agent not in self._checked:  # a spec is immutable: once is enough
-            check_travels(agent, f"agent {agent.name!r}", _SPEC_HINT)
-            self._checked.add(agent)
+        self._check_spec(agent)
         check_travels(tool_context, "tool_context", _TOOL_CONTEXT_HINT)
         check_travels(approval_handler, "approval_handler", "use a module-level function")
         recipe = self._recipe(store) if store is not None else None
@@ -374,13 +386,9 @@ class RayRuntime:
         chosen_store = self._store(store)
         if chosen_store is None:
             raise UserError("open_session needs a store: pass store=... here or to RayRuntime")
-        recipe = self._recipe(chosen_store)
-        with self._client.lock:
-            for root in self._client.roots.values():
-                if root.session_id == session_id and root.seed.store == recipe:
-                    return AgentRef(
-                        self._client, root.agent_id, name=root.name, session_id=session_id
-                    )
+        live = self._live_root(session_id, self._recipe(chosen_store))
+        if live is not None:
+            return AgentRef(self._client, live.agent_id, name=live.name, session_id=session_id)
         seed = self._seed(agent, chosen_store, session_id, tool_context, approval_handler)
         host = self._session_host(session_id)
         handle = self._client.handles[host]
@@ -426,19 +434,14 @@ class RayRuntime:
         specs = list(agents.values()) if isinstance(agents, Mapping) else list(agents)
         if not specs:
             raise UserError("restore needs the specs of the session's agents: agents=[...]")
-        recipe = self._recipe(chosen_store)
-        with self._client.lock:
-            for root in self._client.roots.values():
-                if root.session_id == session_id and root.seed.store == recipe:
-                    raise UserError(
-                        f"session {session_id!r} is already live in this runtime "
-                        f"({root.agent_id!r})"
-                    )
+        live = self._live_root(session_id, self._recipe(chosen_store))
+        if live is not None:
+            raise UserError(
+                f"session {session_id!r} is already live in this runtime ({live.agent_id!r})"
+            )
         seed = self._seed(specs[0], chosen_store, session_id, tool_context, approval_handler)
         for spec in specs[1:]:
-            if spec not in self._checked:
-                check_travels(spec, f"agent {spec.name!r}", _SPEC_HINT)
-                self._checked.add(spec)
+            self._check_spec(spec)
         host = self._session_host(session_id)
         info = wait_for(self._client.handles[host].restore.remote(session_id, specs, seed)).get()
         return self._ref(info, host, seed, specs)
