@@ -126,8 +126,8 @@ class LocalHost:
         """A free id, reserved at once: two threads spawning one name get two ids.
 
         Ids made from a spec's name are never handed out twice in a runtime (a stale ref never
-        reaches a new agent): ``a``, then ``a-2``, ``a-3``... An explicit id is used as is when
-        no agent here has it.
+        reaches a new agent): ``a``, then ``a-2``, ``a-3``... An explicit id is used as is, and
+        is a `UserError` when an agent here has it (as on Ray and in a simulation).
         """
         with self.lock:
             suffix = self._counters.get(wanted)
@@ -136,6 +136,8 @@ class LocalHost:
                     self._counters[wanted] = 2
                 self._reserved.add(wanted)
                 return wanted
+            if explicit:
+                raise UserError(f"agent id {wanted!r} is taken in this runtime")
             suffix = suffix or 2
             while self.taken(agent_id := f"{wanted}-{suffix}"):
                 suffix += 1

@@ -174,7 +174,8 @@ class Runtime:
             tool_context: The static channel for every tool and descendant: a mapping, a frozen
                 dataclass or pydantic model. Never stored or logged.
             metadata: The agent's initial metadata (plain JSON).
-            agent_id: The agent's id; the spec's name by default (made unique in this runtime).
+            agent_id: The agent's id (`UserError` if an agent of this runtime has it); by
+                default the spec's name, made unique in this runtime (``a``, ``a-2``, ...).
             store: Persist every event of the tree here (see `actors.store`).
             session_id: The session's id in the store; a new random id by default.
             approval_handler: Decides, in process, on every call of a tool marked

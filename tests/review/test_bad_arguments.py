@@ -90,3 +90,13 @@ def test_a_context_update_is_built_from_operations() -> None:
 def test_a_simulation_names_what_is_wrong(call: Callable[[], Any], match: str) -> None:
     with pytest.raises(UserError, match=match):
         call()
+
+
+def test_an_explicit_agent_id_that_is_taken_is_refused(runtime: Runtime) -> None:
+    first = runtime.spawn(spec(), agent_id="alice")
+    with pytest.raises(UserError, match="'alice' is taken"):
+        runtime.spawn(spec(), agent_id="alice")
+    assert runtime.ref("alice").run("hi").output == "ok"  # still the first one
+    assert first.agent_id == "alice"
+    assert runtime.spawn(spec()).agent_id == "a"  # names still made unique by default
+    assert runtime.spawn(spec()).agent_id == "a-2"
