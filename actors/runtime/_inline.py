@@ -55,7 +55,7 @@ from actors.runtime._host import (
     inline_reply,
     settle,
 )
-from actors.runtime._node import AgentNode, new_child, new_loop
+from actors.runtime._node import AgentNode, answered, new_child, new_loop
 from actors.runtime._persist import persist
 
 __all__ = ["InlineHost"]
@@ -360,15 +360,8 @@ class InlineHost:
         self.tell(child_id, StartRun(message.task, "", reply))
 
     def child_done(self, node: AgentNode, effect: Finish) -> None:
-        """A child answered: it stops unless it is kept or waits on a request."""
-        if effect.result is not None and effect.result.status == "suspended":
-            return
-        if node.keep:
-            node.status = "idle"
-        elif effect.error is None and effect.result is not None:
-            node.status = "finished" if effect.result.status == "completed" else "cancelled"
-        else:
-            node.status = "failed"
+        """A child answered: it ends unless it is kept or waits on a request (kept here)."""
+        answered(node, effect)
 
     def agent_stopped(self, node: AgentNode) -> None:
         """Nothing to free: an inline host keeps its agents for inspection."""

@@ -57,7 +57,7 @@ from actors.runtime._host import (
     settle,
 )
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode, Tree, new_child, new_loop
+from actors.runtime._node import AgentNode, Tree, answered, new_child, new_loop, new_root
 from actors.runtime._persist import persist
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
@@ -259,15 +259,16 @@ class LocalHost:
 
         ``new_session``: the store was just seen not to hold the session (no second look).
         """
-        context = AgentContext(
+        node, context = new_root(
             agent_id,
-            name=agent.name,
-            metadata=metadata,
-            max_iterations=agent.max_iterations,
-            clock=self.clock,
+            agent,
+            metadata,
+            tool_context,
+            self.clock,
+            store=store,
+            approval_handler=approval_handler,
         )
-        tree = Tree(agent_id, store=store, approval_handler=approval_handler)
-        node = AgentNode(agent_id, agent.name, None, 0, agent, tool_context, tree)
+        tree = node.tree
         if store is not None:
             try:
                 self._open_session(tree, node, store, session_id, new_session)
@@ -614,15 +615,7 @@ class LocalHost:
 
     def child_done(self, node: AgentNode, effect: Finish) -> None:
         """A child answered its parent: stop it unless it is kept or waits on a request."""
-        if effect.result is not None and effect.result.status == "suspended":
-            return
-        if node.keep:  # alive, waiting for its parent's next task
-            node.status = "idle"
-        elif effect.error is None and effect.result is not None:
-            node.status = "finished" if effect.result.status == "completed" else "cancelled"
-        else:
-            node.status = "failed"
-        if not node.keep and node.ref is not None:
+        if answered(node, effect) and node.ref is not None:
             self.stop_subtree(node, block=False)
 
     # -- delegation from tools ----------------------------------------------------------------

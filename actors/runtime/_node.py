@@ -20,12 +20,13 @@ from actors.runtime._stream import TreeStream, to_stream_events
 
 if TYPE_CHECKING:
     from actors.loop._toolset import ToolsetHost
+    from actors.loop._types import Finish
     from actors.models._model import Model
     from actors.runtime._effects import ApprovalHandler
     from actors.runtime._tombstone import Tombstone
     from actors.store._protocol import SessionStore
 
-__all__ = ["MAX_ENDED", "AgentNode", "Tree", "new_child", "new_loop"]
+__all__ = ["MAX_ENDED", "AgentNode", "Tree", "answered", "new_child", "new_loop", "new_root"]
 
 _log = get_logger("actors.runtime")
 
@@ -209,6 +210,24 @@ class AgentNode:
         return self.ref is not None and self.ref.is_alive()
 
 
+def answered(node: AgentNode, effect: Finish) -> bool:
+    """A child answered its parent with ``effect``: set its status; whether it now stops.
+
+    A child that waits on a request stays as it is; a kept one goes back to idle; any other
+    ends (finished, cancelled or failed) and stops.
+    """
+    if effect.result is not None and effect.result.status == "suspended":
+        return False
+    if node.keep:  # alive, waiting for its parent's next task
+        node.status = "idle"
+        return False
+    if effect.error is None and effect.result is not None:
+        node.status = "finished" if effect.result.status == "completed" else "cancelled"
+    else:
+        node.status = "failed"
+    return True
+
+
 def new_loop(
     node: AgentNode,
     context: AgentContext,
@@ -230,6 +249,28 @@ def new_loop(
         toolsets=toolsets,
         peer_exists=peer_exists,
     )
+
+
+def new_root(
+    agent_id: str,
+    spec: Agent[Any],
+    metadata: Mapping[str, Any] | None,
+    tool_context: Any,
+    clock: Clock,
+    *,
+    store: SessionStore | None = None,
+    approval_handler: ApprovalHandler | None = None,
+) -> tuple[AgentNode, AgentContext]:
+    """A root agent's record, its own tree and its fresh context, on any host."""
+    context = AgentContext(
+        agent_id,
+        name=spec.name,
+        metadata=metadata,
+        max_iterations=spec.max_iterations,
+        clock=clock,
+    )
+    tree = Tree(agent_id, store=store, approval_handler=approval_handler)
+    return AgentNode(agent_id, spec.name, None, 0, spec, tool_context, tree), context
 
 
 def new_child(

@@ -26,7 +26,7 @@ from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import HostReply
 from actors.runtime._inline import InlineHost
-from actors.runtime._node import AgentNode, Tree
+from actors.runtime._node import new_root
 
 __all__ = ["SyncDriver"]
 
@@ -84,15 +84,9 @@ class SyncDriver:
             default_model=default,
             toolsets=self._own_toolsets,
         )
-        context = AgentContext(
-            agent_id,
-            name=agent.name,
-            metadata=metadata,
-            max_iterations=agent.max_iterations,
-            clock=clock,
+        node, context = new_root(
+            agent_id, agent, metadata, tool_context, clock, approval_handler=approval_handler
         )
-        tree = Tree(agent_id, approval_handler=approval_handler)
-        node = AgentNode(agent_id, agent.name, None, 0, agent, tool_context, tree)
         self._id = agent_id
         self._host.add(node, context)
 

@@ -9,14 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from actors.context._agent_context import AgentContext
 from actors.context._events import Event
 from actors.exceptions import UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.models._test_models import seed_call_ids
-from actors.runtime._node import AgentNode, Tree
+from actors.runtime._node import new_root
 from actors.sim._host import Delay, Duration, SimHost, WorldCall
 from actors.sim._ref import SimRef
 from actors.sim._table import Table
@@ -153,17 +152,9 @@ class Simulation:
             raise UserError(f"spawn() takes an Agent spec, got {type(agent).__name__}")
         agent_id = self._unique_id(agent.name if agent_id is None else agent_id, agent_id)
         host = self._host
-        context = AgentContext(
-            agent_id,
-            name=agent.name,
-            metadata=metadata,
-            max_iterations=agent.max_iterations,
-            clock=host.stamp,
-        )
-        tree = Tree(agent_id)
-        node = AgentNode(agent_id, agent.name, None, 0, agent, tool_context, tree)
+        node, context = new_root(agent_id, agent, metadata, tool_context, host.stamp)
         host.add(node, context)
-        return SimRef(host, agent_id, name=agent.name, tree=tree)  # type: ignore[arg-type]
+        return SimRef(host, agent_id, name=agent.name, tree=node.tree)  # type: ignore[arg-type]
 
     def _unique_id(self, wanted: str, explicit: str | None) -> str:
         if not isinstance(wanted, str) or not wanted:
