@@ -10,6 +10,7 @@ middle leaves the file at the last version that completed.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,7 @@ _SYNCHRONOUS: Final = {"sync": "FULL", "batch": "NORMAL"}
 # Primary SQLite result codes that mean the file itself is damaged.
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 _BUSY_TIMEOUT = 10.0
+_SQLITE_BUSY = 5
 _HINTS = {
     5: "another connection held the file's write lock too long (10 s); retry later",
     8: "the file or its directory is read-only; check permissions",
@@ -203,6 +205,26 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             raise
 
 
+def _when_not_busy(statement: Callable[[], str]) -> str:
+    """Run ``statement`` again while the file is busy, for up to the busy timeout.
+
+    Two processes opening a new file at once both switch it to WAL; SQLite may answer one of
+    them ``SQLITE_BUSY`` at once, without waiting (waiting could deadlock), so the usual busy
+    timeout does not apply: this is that wait.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT
+    pause = 0.005
+    while True:
+        try:
+            return statement()
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 @contextmanager
 def sqlite_errors(path: Path, what: str) -> Iterator[None]:
     """Turn an `sqlite3.Error` raised inside into a `StoreError` naming ``path`` and ``what``.
@@ -253,7 +275,7 @@ def open_file(path: Path, durability: str) -> sqlite3.Connection:
     try:
         with sqlite_errors(path, "opening"):
             check_identity(conn, path)  # reads only: a refused file is left untouched
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _when_not_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
             if mode != "wal":
                 raise StoreError(
                     f"{path} cannot use write-ahead logging (journal mode stays {mode!r}); "
