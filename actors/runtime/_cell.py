@@ -186,6 +186,8 @@ class AgentCell:
 
     def persist(self) -> bool:
         """Write what is buffered; False (and logged) when the store failed."""
+        if self.node.tree.store is None:
+            return True  # nothing is ever buffered (a hot path: asked twice per input)
         try:
             self.host.persist(self.node)
         except Exception:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import heapq
 import inspect
-import itertools
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -45,6 +43,7 @@ from actors.loop._types import (
     ToolFinished,
 )
 from actors.models._model import Model
+from actors.runtime._agenda import Agenda
 from actors.runtime._cell import AgentCell
 from actors.runtime._effects import ApprovalHandler, decide_approval
 from actors.runtime._host import (
@@ -87,8 +86,7 @@ class InlineHost:
         self.approval_handler = approval_handler
         self.cells: dict[str, AgentCell] = {}
         self.now = 0.0  # the scheduler's time (seconds); only hosts with durations move it
-        self._queue: list[tuple[float, int, str, Any]] = []
-        self._seq = itertools.count()
+        self._queue = Agenda()
         self._busy: set[str] = set()
         self._held: list[tuple[str, Any]] = []  # for agents busy in an outer turn
 
@@ -140,7 +138,7 @@ class InlineHost:
         if isinstance(message, DelegateDone) and cell is not None and agent_id in self._busy:
             cell.receive(message)
             return
-        heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
+        self._queue.push(self.now + delay, agent_id, message, self.now)
 
     def pump(self, until: Callable[[], bool] | None = None) -> None:
         """Handle queued messages in order until the queue is empty (or ``until()`` holds)."""
@@ -166,7 +164,7 @@ class InlineHost:
                 del self._held[index]
                 return agent_id, message
         while self._queue:
-            when, _, agent_id, message = heapq.heappop(self._queue)
+            when, _, agent_id, message = self._queue.pop()
             self.now = max(self.now, when)
             if agent_id in self._busy:
                 # Its turn is on the stack (a tool waits on a delegated child): later.

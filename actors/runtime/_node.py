@@ -15,7 +15,7 @@ from actors.context._frozen import thaw
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
-from actors.runtime._observer import notify_event
+from actors.runtime._observer import installed, notify_event
 from actors.runtime._stream import TreeStream, to_stream_events
 
 if TYPE_CHECKING:
@@ -180,7 +180,8 @@ class AgentNode:
                     _log.exception("event listener failed", agent_id=self.agent_id)
         if tree.streams:
             self._stream(event)
-        notify_event(self, event)
+        if installed.observer is not None:
+            notify_event(self, event)
 
     def publish_delta(self, delta: StreamDelta) -> None:
         """A piece of a streamed reply: streams only (deltas are never stored)."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from actors.runtime._node import AgentNode
 
 __all__ = [
+    "installed",
     "TreeObserver",
     "current_observer",
     "notify_event",
@@ -56,6 +57,8 @@ class _Slot:
 
 
 _slot = _Slot()
+installed = _slot
+"""Read ``installed.observer`` to skip `notify_event` when none is installed (a hot path)."""
 
 
 def set_tree_observer(observer: TreeObserver | None) -> TreeObserver | None:

@@ -11,12 +11,12 @@ bytes in any process.
 
 from __future__ import annotations
 
-import heapq
 import inspect
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from gc import get_count as gc_count
 from typing import Any
 
 from actors.context._events import Event
@@ -39,6 +39,8 @@ from actors.runtime._node import AgentNode
 from actors.runtime._tombstone import TreeNode
 from actors.sim import _collector
 from actors.sim._collector import quiet_collector
+
+_gc = _collector.state
 
 __all__ = ["Duration", "SimHost", "WorldCall"]
 
@@ -120,7 +122,7 @@ class SimHost(InlineHost):
         """Call a function of the world at virtual time ``when``."""
         if call.period is None:
             self._pending += 1
-        heapq.heappush(self._queue, (when, next(self._seq), "", call))
+        self._queue.push(when, "", call, self.now)
 
     # -- the queue ----------------------------------------------------------------------------
 
@@ -141,7 +143,7 @@ class SimHost(InlineHost):
         """Queue a message for an agent, ``delay`` virtual seconds from now."""
         # Nearly every message: queued here, as `schedule` queues world calls.
         if not isinstance(message, DelegateDone):
-            heapq.heappush(self._queue, (self.now + delay, next(self._seq), agent_id, message))
+            self._queue.push(self.now + delay, agent_id, message, self.now)
             self._pending += 1
             return
         queued = len(self._queue)
@@ -170,27 +172,26 @@ class SimHost(InlineHost):
             reached is not None
             and (until is None or not until())
             and self.now < reached
-            and (not self._queue or self._queue[0][0] > reached)
+            and ((first := self._queue.first_time()) is None or first > reached)
         ):
             self.now = reached
 
     def _next(self) -> tuple[str, Any] | None:
-        if _collector.state.due:
-            _collector.collect_if_due()
+        if gc_count()[0] >= _gc.every or _gc.due:
+            _collector.set_aside()
         for index, (agent_id, message) in enumerate(self._held):
             if agent_id not in self._busy:
                 del self._held[index]
                 return agent_id, message
         queue = self._queue
         while queue:
-            when = queue[0][0]
             horizon = self.horizon
             if horizon is None:
                 if self._pending == 0:
                     return None  # only recurring world calls: nothing will ever happen
-            elif when > horizon:
+            elif queue.first_time() > horizon:  # type: ignore[operator]  # not empty
                 return None
-            when, _, agent_id, message = heapq.heappop(queue)
+            when, _, agent_id, message = queue.pop()
             if type(message) is WorldCall:
                 if message.period is None:
                     self._pending -= 1
@@ -215,10 +216,10 @@ class SimHost(InlineHost):
         return cell is None or not any(w is message.reply for w in cell.waiting)
 
     def _call_world(self, call: WorldCall) -> None:
-        if _collector.state.due:
-            _collector.collect_if_due()
+        if gc_count()[0] >= _gc.every or _gc.due:
+            _collector.set_aside()
         if call.period is not None:
-            heapq.heappush(self._queue, (self.now + call.period, next(self._seq), "", call))
+            self._queue.push(self.now + call.period, "", call, self.now)
         call.function()
         if self.on_tick is not None:
             self.on_tick()

@@ -382,6 +382,52 @@ def test_cycles_that_die_old_are_freed_during_a_long_run(monkeypatch: pytest.Mon
     assert max(alive) <= 3 * 500  # the last tick's and this one's: the rest were freed
 
 
+class _CountedCycle:
+    alive = 0
+
+    def __init__(self) -> None:
+        self.me = self
+        _CountedCycle.alive += 1
+
+    def __del__(self) -> None:
+        _CountedCycle.alive -= 1
+
+
+def test_what_a_world_allocates_is_set_aside_unscanned_and_its_dead_cycles_freed_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_collector, "SET_ASIDE_EVERY", 1_000)
+    monkeypatch.setattr(_collector, "FIRST_FULL", 8_000)
+    monkeypatch.setattr(_collector, "GROWTH", 1.0)  # not three times this test process
+    current: list[list[_CountedCycle]] = [[]]
+    alive: list[int] = []
+    generations: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and _collector.state.depth:  # while the simulation drives
+            generations.append(info["generation"])
+
+    def tick() -> None:
+        # The last tick's cycles become garbage: only a full collection can free them.
+        current[0] = [_CountedCycle() for _ in range(2_000)]
+        alive.append(_CountedCycle.alive)
+
+    sim = Simulation(seed=1)
+    sim.every(1.0, tick)
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        sim.run(until=40.0)
+    finally:
+        gc.callbacks.remove(watch)
+        current.clear()
+
+    assert 0 not in generations  # nothing was scanned young: set aside as it was
+    assert generations.count(2) >= 5  # a full collection each time the budget was passed
+    assert len(alive) == 41
+    assert max(alive) <= 8 * 2_000  # of 82,000 made: the dead ones were freed every few ticks
+
+
 def test_objects_an_application_froze_stay_frozen() -> None:
     gc.freeze()
     try:
