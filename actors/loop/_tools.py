@@ -260,7 +260,14 @@ class Tool:
         Raises:
             pydantic.ValidationError: the arguments do not fit the function's hints.
         """
-        model = self.args_model.model_validate(dict(arguments))
+        args_model = self.args_model
+        if (
+            not arguments
+            and not args_model.model_fields
+            and not args_model.__pydantic_decorators__.model_validators
+        ):
+            return {}  # a tool of no arguments, called with none: nothing to validate
+        model = args_model.model_validate(dict(arguments))
         # Extra arguments exist only for schema-described tools (`from_schema`), which take
         # them all; a tool built from a function forbids them.
         extra = model.model_extra or {}

@@ -95,11 +95,23 @@ def _message_of(reply: str | AssistantMessage | ToolCall | Sequence[ToolCall]) -
 
 
 def _response(message: AssistantMessage, input_tokens: int, model_name: str) -> ModelResponse:
-    output_tokens = len(message.content.split()) + 2 * len(message.tool_calls)
-    # Counts of a test model: valid by construction, so not validated again.
-    usage = usage_of(1, input_tokens, output_tokens, 0)
-    finish = "tool_calls" if message.tool_calls else "stop"
-    return ModelResponse(message=message, usage=usage, model_name=model_name, finish_reason=finish)
+    return _Scripted(message).response(input_tokens, model_name)
+
+
+class _Scripted:
+    """A scripted reply's message, with what answering it always gives: its output tokens."""
+
+    __slots__ = ("finish", "message", "output_tokens")
+
+    def __init__(self, message: AssistantMessage) -> None:
+        self.message = message
+        self.output_tokens = len(message.content.split()) + 2 * len(message.tool_calls)
+        self.finish = "tool_calls" if message.tool_calls else "stop"
+
+    def response(self, input_tokens: int, model_name: str) -> ModelResponse:
+        # Counts of a test model: valid by construction, so not validated again.
+        usage = usage_of(1, input_tokens, self.output_tokens, 0)
+        return ModelResponse(self.message, usage, model_name, self.finish)
 
 
 class ScriptedModel:
@@ -150,7 +162,7 @@ class ScriptedModel:
         self._history = RequestHistory(history)
         self._tally = TranscriptTally()
         # id of a reply -> (the reply, its message); the reply is kept so its id stays its own
-        self._messages: dict[int, tuple[Reply, AssistantMessage]] = {}
+        self._messages: dict[int, tuple[Reply, _Scripted]] = {}
 
     @property
     def name(self) -> str:
@@ -205,8 +217,8 @@ class ScriptedModel:
         # immutable): a population of agents on one script holds one copy of each.
         cached = self._messages.get(id(reply))
         if cached is None or cached[0] is not reply:
-            cached = self._messages[id(reply)] = (reply, _message_of(reply))
-        return _response(cached[1], tokens, self._name)
+            cached = self._messages[id(reply)] = (reply, _Scripted(_message_of(reply)))
+        return cached[1].response(tokens, self._name)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Give the next scripted reply (streamed in pieces when ``chunk_size`` is set)."""

@@ -189,19 +189,18 @@ class Tally(NamedTuple):
     assistant_messages: int = 0
     tokens: int = 0
 
-    def plus(self, other: Tally) -> Tally:
-        return Tally(self.assistant_messages + other.assistant_messages, self.tokens + other.tokens)
-
-    def minus(self, other: Tally) -> Tally:
-        return Tally(self.assistant_messages - other.assistant_messages, self.tokens - other.tokens)
-
 
 def tally(messages: Iterable[Message]) -> Tally:
+    return Tally(*_counts(messages))
+
+
+def _counts(messages: Iterable[Message]) -> tuple[int, int]:
+    """Assistant messages and estimated tokens of ``messages``."""
     assistants = tokens = 0
     for message in messages:
         assistants += isinstance(message, AssistantMessage)
         tokens += len(str(getattr(message, "content", "")).split()) + 1
-    return Tally(assistants, tokens)
+    return assistants, tokens
 
 
 class TranscriptTally:
@@ -217,7 +216,8 @@ class TranscriptTally:
     """
 
     def __init__(self, agents: int = 65_536) -> None:
-        self._seen: OrderedDict[str, tuple[tuple[int, int, int], Tally]] = OrderedDict()
+        # agent id -> (log id, generation, messages counted, assistant messages, tokens)
+        self._seen: OrderedDict[str, tuple[int, int, int, int, int]] = OrderedDict()
         self._limit = agents
         self._lock = threading.Lock()
 
@@ -226,24 +226,28 @@ class TranscriptTally:
         return (TranscriptTally, (self._limit,))
 
     def count(self, agent_id: str, messages: Sequence[Message]) -> Tally:
-        if not isinstance(messages, MessageView) or messages.origin is None:
+        origin = messages.origin if isinstance(messages, MessageView) else None
+        if origin is None:
             return tally(messages)
-        origin = messages.origin
+        assert isinstance(messages, MessageView)
+        log, generation, stop = origin
         seen_map = self._seen
         with self._lock:
             seen = seen_map.get(agent_id)
-            if seen is not None and seen[0][:2] == origin[:2] and seen[0][2] <= origin[2]:
+            if seen is not None and seen[0] == log and seen[1] == generation and seen[2] <= stop:
                 # Only what is new since this agent's last request (a few messages).
-                body = seen[1].plus(tally(messages.transcript_since(seen[0][2])))
+                assistants, tokens = _counts(messages.transcript_since(seen[2]))
+                assistants, tokens = assistants + seen[3], tokens + seen[4]
             else:
-                body = tally(messages.transcript_since(0))
-            seen_map[agent_id] = (origin, body)
+                assistants, tokens = _counts(messages.transcript_since(0))
+            seen_map[agent_id] = (log, generation, stop, assistants, tokens)
             seen_map.move_to_end(agent_id)
             if len(seen_map) > self._limit:
                 seen_map.popitem(last=False)
-        shown = body
         if messages.hidden is not None:
-            shown = shown.minus(tally((messages.hidden,)))
+            hidden = _counts((messages.hidden,))
+            assistants, tokens = assistants - hidden[0], tokens - hidden[1]
         if messages.head is not None:
-            shown = shown.plus(tally((messages.head,)))
-        return shown
+            head = _counts((messages.head,))
+            assistants, tokens = assistants + head[0], tokens + head[1]
+        return Tally(assistants, tokens)

@@ -237,6 +237,8 @@ class AgentCell:
                     host.call_model(self, effect)
                 elif isinstance(effect, CallTool):
                     host.call_tool(self, effect)
+                elif isinstance(effect, Finish):  # the common ones first: one check each
+                    self._finish(effect)
                 elif isinstance(effect, SendMessage):
                     host.send_peer(self, effect)
                 elif isinstance(effect, RunChild):
@@ -247,8 +249,6 @@ class AgentCell:
                     host.call_approval(self, effect)
                 elif isinstance(effect, CancelChild):
                     host.cancel_agent(effect.child_id, effect.reason)
-                elif isinstance(effect, Finish):
-                    self._finish(effect)
             except Exception as exc:
                 self.log.exception("effect failed", effect=type(effect).__name__)
                 self._effect_failed(effect, exc)

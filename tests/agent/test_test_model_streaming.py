@@ -143,14 +143,14 @@ def test_per_request_work_does_not_grow_with_the_transcript(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     looked_at: list[int] = []
-    original = _test_support.tally
+    original = _test_support._counts
 
     def counting(messages: Any) -> Any:
         messages = list(messages)
         looked_at.append(len(messages))
         return original(messages)
 
-    monkeypatch.setattr(_test_support, "tally", counting)
+    monkeypatch.setattr(_test_support, "_counts", counting)
     runs = 300
     model = ScriptedModel([call("lookup", city="x"), "done"] * runs, per_agent=True)
     driver = SyncDriver(Agent("a", model=model, tools=[lookup]))
