@@ -49,9 +49,9 @@ class Agenda:
             return due[0][0]
         return later[0][0] if later else None
 
-    def pop(self) -> Item:
-        """Take the next item (`IndexError` if there is none)."""
+    def pop(self) -> Item | None:
+        """Take the next item (None if there is none)."""
         due, later = self._now, self._later
         if due and (not later or due[0] < later[0]):
             return due.popleft()
-        return heapq.heappop(later)
+        return heapq.heappop(later) if later else None

@@ -142,29 +142,31 @@ class InlineHost:
 
     def pump(self, until: Callable[[], bool] | None = None) -> None:
         """Handle queued messages in order until the queue is empty (or ``until()`` holds)."""
-        while self._queue or self._held:
+        cells, busy = self.cells, self._busy
+        while True:
             if until is not None and until():
                 return
-            item = self._next()
+            item = self._next()  # None once nothing is queued
             if item is None:
                 return
             agent_id, message = item
-            cell = self.cells.get(agent_id)
+            cell = cells.get(agent_id)
             if cell is None or cell.node.status == "stopped":
                 continue
-            self._busy.add(agent_id)
+            busy.add(agent_id)
             try:
                 cell.receive(message)
             finally:
-                self._busy.discard(agent_id)
+                busy.discard(agent_id)
 
     def _next(self) -> tuple[str, Any] | None:
-        for index, (agent_id, message) in enumerate(self._held):
-            if agent_id not in self._busy:
-                del self._held[index]
-                return agent_id, message
-        while self._queue:
-            when, _, agent_id, message = self._queue.pop()
+        if self._held:
+            for index, (agent_id, message) in enumerate(self._held):
+                if agent_id not in self._busy:
+                    del self._held[index]
+                    return agent_id, message
+        while (item := self._queue.pop()) is not None:
+            when, _, agent_id, message = item
             self.now = max(self.now, when)
             if agent_id in self._busy:
                 # Its turn is on the stack (a tool waits on a delegated child): later.

@@ -179,31 +179,39 @@ class SimHost(InlineHost):
     def _next(self) -> tuple[str, Any] | None:
         if gc_count()[0] >= _gc.every or _gc.due:
             _collector.set_aside()
-        for index, (agent_id, message) in enumerate(self._held):
-            if agent_id not in self._busy:
-                del self._held[index]
-                return agent_id, message
+        if self._held:
+            for index, (agent_id, message) in enumerate(self._held):
+                if agent_id not in self._busy:
+                    del self._held[index]
+                    return agent_id, message
         queue = self._queue
-        while queue:
+        while True:
             horizon = self.horizon
             if horizon is None:
                 if self._pending == 0:
                     return None  # only recurring world calls: nothing will ever happen
-            elif queue.first_time() > horizon:  # type: ignore[operator]  # not empty
+            else:
+                first = queue.first_time()
+                if first is None or first > horizon:
+                    return None
+            item = queue.pop()
+            if item is None:
                 return None
-            when, _, agent_id, message = queue.pop()
+            when, _, agent_id, message = item
             if type(message) is WorldCall:
                 if message.period is None:
                     self._pending -= 1
                 elif message.cancelled:
                     continue
-                self.now = max(self.now, when)
+                if when > self.now:
+                    self.now = when
                 self._call_world(message)
                 continue
             self._pending -= 1
             if type(message) is ExpireRun and self._stale(agent_id, message):
                 continue  # the run ended before its deadline: the clock does not move for it
-            self.now = max(self.now, when)
+            if when > self.now:
+                self.now = when
             if agent_id in self._busy:
                 self._held.append((agent_id, message))
                 continue
