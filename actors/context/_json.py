@@ -32,6 +32,7 @@ MAX_WRAPPED_DEPTH = MAX_DEPTH + 8
 accepted when it was given is never refused when it is read back or written out."""
 
 _SCALARS = (str, int, bool, type(None))
+_CONTAINERS = (Mapping, list, tuple)  # a tuple, not a union: isinstance is on a hot path
 
 
 class JsonError(TypeError):
@@ -68,7 +69,7 @@ def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> A
         if not math.isfinite(value):
             raise JsonError(path, value)
         return value
-    if not isinstance(value, Mapping | list | tuple):
+    if not isinstance(value, _CONTAINERS):
         raise JsonError(path, value)
     # A cycle would otherwise end in a RecursionError instead of a typed error.
     if id(value) in open_containers:

@@ -108,6 +108,7 @@ class PeerSend:
 Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent | PeerSend
 
 _OPERATION_TYPES = (_Set, _Merge, _Append, _Increment, _Delete, LoggedEvent, PeerSend)
+_NOT_METADATA = (LoggedEvent, PeerSend)  # the operations that leave metadata alone
 
 
 def _check_key(key: object) -> str:
@@ -164,7 +165,9 @@ class ContextUpdate:
     __slots__ = ("_ops",)
 
     def __init__(self, operations: tuple[Operation, ...] = ()) -> None:
-        if isinstance(operations, str | bytes) or not isinstance(operations, Iterable):
+        if type(operations) is tuple:
+            pass  # what the builder methods pass: checked below, op by op
+        elif isinstance(operations, str | bytes) or not isinstance(operations, Iterable):
             raise InvalidUpdateError(
                 f"ContextUpdate takes a tuple of operations, got {type(operations).__name__}; "
                 "build updates with ContextUpdate().set(...), .merge(...), .append(...) and so on"
@@ -278,7 +281,7 @@ class ContextUpdate:
     @property
     def touches_metadata(self) -> bool:
         """Whether any operation changes metadata."""
-        return any(not isinstance(op, LoggedEvent | PeerSend) for op in self._ops)
+        return any(not isinstance(op, _NOT_METADATA) for op in self._ops)
 
     def __bool__(self) -> bool:
         return bool(self._ops)

@@ -63,6 +63,7 @@ _log = get_logger("actors.agent")
 
 _FINAL = frozenset({"finished", "failed", "cancelled"})
 
+_RUNS = (StartRun, ResumeRun)  # inputs that bring a reply to wait for
 _INPUTS = (
     StartRun,
     ModelReplied,
@@ -155,7 +156,7 @@ class AgentCell:
     def handle(self, message: Input) -> None:
         """Apply one input to the loop, write ahead, carry out its effects."""
         loop = self.loop
-        if isinstance(message, StartRun | ResumeRun) and message.reply is not None:
+        if isinstance(message, _RUNS) and message.reply is not None:
             self.waiting.append(message.reply)
         try:
             effects = loop.handle(message)
