@@ -39,7 +39,7 @@ from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
 from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
 from actors.context._update import ContextUpdate, LoggedEvent
-from actors.context._usage import Usage
+from actors.context._usage import Usage, usage_of
 from actors.exceptions import InvalidUpdateError, UserError
 
 __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
@@ -132,7 +132,10 @@ class AgentContext:
         self._generation = 0
         self._metadata: dict[str, Any] = {}
         self._frozen_metadata: Mapping[str, Any] | None = None
-        self._usage = Usage()
+        # Usage is summed as four counts and built as a `Usage` when read (a hot path: every
+        # model reply and tool call adds to it).
+        self._used = [0, 0, 0, 0]  # requests, input tokens, output tokens, tool calls
+        self._usage: Usage | None = Usage()
         self._iteration = 0
         self._needs_response = False
         self._run_id: str | None = None
@@ -197,7 +200,10 @@ class AgentContext:
     @property
     def usage(self) -> Usage:
         """Everything this agent consumed, over all its runs."""
-        return self._usage
+        usage = self._usage
+        if usage is None:
+            usage = self._usage = usage_of(*self._used)
+        return usage
 
     @property
     def iteration(self) -> int:
@@ -368,9 +374,17 @@ class AgentContext:
             self._seqs.append(event.seq)
             self._note_response(message)
         elif kind == "usage":
-            self._usage = self._usage + (usage if usage is not None else Usage(**data))
+            if usage is None:
+                usage = Usage(**data)  # read back from a log: validated
+            used = self._used
+            used[0] += usage.requests
+            used[1] += usage.input_tokens
+            used[2] += usage.output_tokens
+            used[3] += usage.tool_calls
+            self._usage = None
         elif kind == "tool_call":
-            self._usage = self._usage + _ONE_TOOL_CALL
+            self._used[3] += 1
+            self._usage = None
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
@@ -691,7 +705,7 @@ class AgentContext:
             call.id,
             call.name,
             retry,
-            self._usage,
+            self.usage,
             timeout,
             cancellation or CancellationToken(),
             answer,
@@ -846,7 +860,6 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 
 _ALL_EVENT_FIELDS = SetFields(Event.model_fields)
 
-_ONE_TOOL_CALL = Usage(tool_calls=1)
 
 _FOLDED = SURFACE_TYPES | {
     "usage",
