@@ -9,8 +9,9 @@ any simulation of the process drives:
 - the host looks between two messages (or world calls) at what was allocated since it last
   looked; past 50,000 objects it sets them aside (``gc.freeze``), without scanning them: never
   looked at by the young and middle collections;
-- once what was set aside since the last full collection exceeds four million objects, or
-  three times what was alive after it, a full collection runs there: everything set aside is
+- once what was set aside since the last full collection exceeds three times what was alive
+  when last counted (the first time the process sets objects aside, then after each full
+  collection), or four million objects, a full collection runs there: everything set aside is
   looked at, garbage cycles that died meanwhile are freed, the survivors are set aside again.
   A garbage cycle (a world's, or an exception's traceback) is kept at most that long, and the
   memory it holds is bounded by that: at most three times what is alive, or four million
@@ -55,6 +56,7 @@ class _State:
         self.aside = 0  # objects set aside since the last full collection (an upper bound)
         self.young = 0  # the young generation's size as its collection started
         self.budget = FIRST_FULL  # objects to set aside before the next full collection
+        self.live: int | None = None  # objects alive when last counted (kept across drives)
         self.due = False  # a full collection should run before the next message
 
 
@@ -85,15 +87,22 @@ def set_aside() -> None:
             return
         state.aside += gc.get_count()[0]
         gc.freeze()
+        if state.live is None:  # counted once a process (a walk), then at each full collection
+            state.live = gc.get_freeze_count()
+            state.budget = _budget(state.live)
         if not state.due and state.aside < state.budget:
             return
         gc.unfreeze()
         gc.collect()  # its own end passes through _around_collection too
         gc.freeze()
-        live = gc.get_freeze_count()  # walks them all: once per full collection
-        state.budget = max(FIRST_FULL, int((GROWTH - 1) * live))
+        state.live = gc.get_freeze_count()  # walks them all: once per full collection
+        state.budget = _budget(state.live)
         state.aside = 0
         state.due = False
+
+
+def _budget(live: int) -> int:
+    return max(FIRST_FULL, int((GROWTH - 1) * live))
 
 
 @contextmanager
@@ -116,7 +125,8 @@ def _enter() -> None:
         state.setting_aside = gc.get_freeze_count() == 0
         threshold = SAFETY_THRESHOLD if state.setting_aside else YOUNG_THRESHOLD
         gc.set_threshold(max(young, threshold), *older)
-        state.aside, state.budget, state.due = 0, FIRST_FULL, False
+        state.aside, state.due = 0, False
+        state.budget = FIRST_FULL if state.live is None else _budget(state.live)
         state.every = SET_ASIDE_EVERY if state.setting_aside else _NEVER
         if state.setting_aside:
             gc.callbacks.append(_around_collection)
