@@ -428,6 +428,36 @@ def test_what_a_world_allocates_is_set_aside_unscanned_and_its_dead_cycles_freed
     assert max(alive) <= 8 * 2_000  # of 82,000 made: the dead ones were freed every few ticks
 
 
+def test_the_first_full_collection_waits_for_three_times_what_was_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_collector, "SET_ASIDE_EVERY", 1_000)
+    monkeypatch.setattr(_collector, "FIRST_FULL", 1_000)
+    monkeypatch.setattr(_collector.state, "live", None)  # not counted yet in this process
+    population = [[i] for i in range(200_000)]  # made before the run: alive all along
+    made: list[list[list[int]]] = []
+    generations: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and _collector.state.depth:
+            generations.append(info["generation"])
+
+    sim = Simulation(seed=1)
+    sim.every(1.0, lambda: made.append([[i] for i in range(2_000)]))
+    gc.callbacks.append(watch)
+    try:
+        sim.run(until=40.0)
+    finally:
+        gc.callbacks.remove(watch)
+
+    assert len(made) == 41
+    live = _collector.state.live
+    assert live is not None
+    assert live >= len(population)
+    assert generations == []  # 82,000 set aside, under three times what was alive: no scan
+    population.clear()
+
+
 def test_objects_an_application_froze_stay_frozen() -> None:
     gc.freeze()
     try:
