@@ -4,6 +4,6 @@ Run ``actors --help``. From Python: ``actors.cli.main(["demo", "--plain"])`` ret
 code.
 """
 
-from actors.cli._app import command, main
+from actors.cli._app import main
 
-__all__ = ["command", "main"]
+__all__ = ["main"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import os
 import sys
 import traceback
@@ -160,14 +159,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:  # called from Python, the command leaves the caller's logging as it was
         restore_sink(logging_before)
 
-
-def command() -> int:
-    """The ``actors`` console script: `main`, then a quick exit.
-
-    The process ends right after: the last collection Python runs as it exits would scan every
-    object left (after a simulation of 10,000 agents, millions of them: 5.7 s), so what is left
-    is set aside first and the process ends at once. Every file the command writes is closed.
-    """
-    code = main()
-    gc.freeze()
-    return code

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import os
@@ -426,26 +425,3 @@ def test_demo_with_model_runs_the_same_tree_over_http(
         "lead", "lead-sub-1", "lead-sub-2", "lead-sub-3", "lead-sub-4", "total"
     ]  # fmt: skip
 
-
-def test_the_console_script_exits_without_a_last_scan_of_the_heap() -> None:
-    # `actors` runs `command`: main's exit code, then what is left is set aside so Python's
-    # last collection at exit has nothing to scan (seconds after a large simulation).
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    assert 'actors = "actors.cli:command"' in pyproject.read_text(encoding="utf-8")
-    script = (
-        "import gc, sys\n"
-        "from actors.cli import command\n"
-        "sys.argv = ['actors', '--version']\n"
-        "code = command()\n"
-        "print(code, gc.get_freeze_count() > 0)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.split()[-2:] == ["0", "True"]
-
-
-def test_main_called_from_python_leaves_the_collector_alone() -> None:
-    frozen = gc.get_freeze_count()
-    assert main(["--version"]) == 0
-    assert gc.get_freeze_count() == frozen
