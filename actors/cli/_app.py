@@ -158,4 +158,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:  # called from Python, the command leaves the caller's logging as it was
         restore_sink(logging_before)
-

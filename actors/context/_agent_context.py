@@ -134,7 +134,7 @@ class AgentContext:
         self._frozen_metadata: Mapping[str, Any] | None = None
         # Usage is summed as four counts and built as a `Usage` when read (a hot path: every
         # model reply and tool call adds to it).
-        self._used = [0, 0, 0, 0]  # requests, input tokens, output tokens, tool calls
+        self._used = (0, 0, 0, 0)  # requests, input tokens, output tokens, tool calls
         self._usage: Usage | None = Usage()
         self._iteration = 0
         self._needs_response = False
@@ -376,14 +376,17 @@ class AgentContext:
         elif kind == "usage":
             if usage is None:
                 usage = Usage(**data)  # read back from a log: validated
-            used = self._used
-            used[0] += usage.requests
-            used[1] += usage.input_tokens
-            used[2] += usage.output_tokens
-            used[3] += usage.tool_calls
+            requests, tokens_in, tokens_out, calls = self._used
+            self._used = (  # all or nothing: a sum that raises changes nothing
+                requests + usage.requests,
+                tokens_in + usage.input_tokens,
+                tokens_out + usage.output_tokens,
+                calls + usage.tool_calls,
+            )
             self._usage = None
         elif kind == "tool_call":
-            self._used[3] += 1
+            requests, tokens_in, tokens_out, calls = self._used
+            self._used = (requests, tokens_in, tokens_out, calls + 1)
             self._usage = None
         elif kind == "turn_start":
             self._iteration = 0

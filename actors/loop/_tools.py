@@ -262,9 +262,11 @@ class Tool:
         """
         args_model = self.args_model
         if (
-            not arguments
+            type(arguments) is dict
+            and not arguments
             and not args_model.model_fields
             and not args_model.__pydantic_decorators__.model_validators
+            and args_model.__pydantic_post_init__ is None
         ):
             return {}  # a tool of no arguments, called with none: nothing to validate
         model = args_model.model_validate(dict(arguments))

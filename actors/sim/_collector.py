@@ -10,8 +10,9 @@ any simulation of the process drives:
   looked; past 50,000 objects it sets them aside (``gc.freeze``), without scanning them: never
   looked at by the young and middle collections;
 - once what was set aside since the last full collection exceeds three times what was alive
-  when last counted (the first time the process sets objects aside, then after each full
-  collection), or four million objects, a full collection runs there: everything set aside is
+  when last counted (the first time the process sets objects aside, after each full
+  collection, and again when a drive starts on a heap half the size it was then), or four
+  million objects, a full collection runs there: everything set aside is
   looked at, garbage cycles that died meanwhile are freed, the survivors are set aside again.
   A garbage cycle (a world's, or an exception's traceback) is kept at most that long, and the
   memory it holds is bounded by that: at most three times what is alive, or four million
@@ -20,7 +21,8 @@ any simulation of the process drives:
 - a young collection that runs anyway (one message that allocates more than 500,000 objects, or
   an explicit ``gc.collect(0)``) frees the young garbage cycles and sets its survivors aside.
 
-When the last drive ends, the thresholds are put back and what was set aside joins the oldest
+With the collector disabled (``gc.disable()``) nothing is set aside or collected. When the last
+drive ends, the thresholds are put back and what was set aside joins the oldest
 generation. An application that froze objects itself (``gc.freeze()`` before forking
 workers) keeps its frozen objects frozen: then nothing is set aside, only the young
 generation's threshold moves to 50,000. The state is the process's (the collector is), kept
@@ -31,6 +33,7 @@ last one ends.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,10 +56,11 @@ class _State:
         self.thresholds: tuple[int, ...] = ()
         self.setting_aside = False  # the callback is installed (nothing was frozen before)
         self.every = _NEVER  # set aside once this many objects were allocated: read per message
-        self.aside = 0  # objects set aside since the last full collection (an upper bound)
+        self.aside = 0  # objects set aside since the last full collection (net allocations)
         self.young = 0  # the young generation's size as its collection started
         self.budget = FIRST_FULL  # objects to set aside before the next full collection
         self.live: int | None = None  # objects alive when last counted (kept across drives)
+        self.blocks = 0  # the allocator's blocks in use then: a heap that halved since recounts
         self.due = False  # a full collection should run before the next message
 
 
@@ -82,27 +86,31 @@ def set_aside() -> None:
     Called by a simulation's host between two messages, never inside a collection.
     """
     with state.lock:
-        if not state.setting_aside:
+        if not state.setting_aside or not gc.isenabled():  # gc.disable() is the caller's word
             state.due = False
             return
         state.aside += gc.get_count()[0]
         gc.freeze()
-        if state.live is None:  # counted once a process (a walk), then at each full collection
-            state.live = gc.get_freeze_count()
-            state.budget = _budget(state.live)
+        if state.live is None:  # counted (a walk) the first time, then at each full collection
+            _count_live()
         if not state.due and state.aside < state.budget:
             return
         gc.unfreeze()
         gc.collect()  # its own end passes through _around_collection too
         gc.freeze()
-        state.live = gc.get_freeze_count()  # walks them all: once per full collection
-        state.budget = _budget(state.live)
+        _count_live()
         state.aside = 0
         state.due = False
 
 
 def _budget(live: int) -> int:
     return max(FIRST_FULL, int((GROWTH - 1) * live))
+
+
+def _count_live() -> None:
+    state.live = gc.get_freeze_count()  # walks them all
+    state.blocks = sys.getallocatedblocks()
+    state.budget = _budget(state.live)
 
 
 @contextmanager
@@ -126,6 +134,8 @@ def _enter() -> None:
         threshold = SAFETY_THRESHOLD if state.setting_aside else YOUNG_THRESHOLD
         gc.set_threshold(max(young, threshold), *older)
         state.aside, state.due = 0, False
+        if state.live is not None and sys.getallocatedblocks() < state.blocks // 2:
+            state.live = None  # what was alive then is mostly gone (an earlier simulation): recount
         state.budget = FIRST_FULL if state.live is None else _budget(state.live)
         state.every = SET_ASIDE_EVERY if state.setting_aside else _NEVER
         if state.setting_aside:

@@ -424,4 +424,3 @@ def test_demo_with_model_runs_the_same_tree_over_http(
     assert [row.split()[0] for row in usage[1:]] == [
         "lead", "lead-sub-1", "lead-sub-2", "lead-sub-3", "lead-sub-4", "total"
     ]  # fmt: skip
-

@@ -925,3 +925,15 @@ def test_updates_on_a_context_match_the_reference_model(
     numbers = [e.data["n"] for e in ctx.events if e.type == "message_sent"]
     assert numbers == list(range(1, len(numbers) + 1))
     assert rebuilt.sent_messages == ctx.sent_messages == len(numbers)
+
+
+def test_a_usage_that_cannot_be_added_changes_nothing() -> None:
+    ctx = AgentContext()
+    ctx.add_usage(Usage(requests=1, input_tokens=3))
+    broken = Usage.model_construct(requests=1, input_tokens=None)  # skipped validation
+    with pytest.raises(TypeError):
+        ctx.add_usage(broken)
+    assert ctx.usage == Usage(requests=1, input_tokens=3)
+    assert [e.type for e in ctx.events] == ["usage"]
+    ctx.add_usage(Usage(requests=1))
+    assert ctx.usage == Usage(requests=2, input_tokens=3)

@@ -129,6 +129,19 @@ def test_a_subagent_deadline_runs_on_virtual_time() -> None:
     assert sim.run() == 500.0  # the abandoned reply still arrives (and is discarded)
 
 
+def test_a_deadline_that_a_child_beat_does_not_move_the_clock() -> None:
+    quick = Agent("quick", model=ScriptedModel(["done"], latency=1.0))
+    boss = Agent(
+        "boss",
+        model=ScriptedModel([call("quick", task="go"), "ok"]),
+        subagents=[Subagent(quick, timeout=500.0)],
+    )
+    sim = Simulation()
+    assert sim.spawn(boss).run("go").output == "ok"
+    assert sim.now == 1.0
+    assert sim.run() == 1.0  # the deadline at 500 s is stale: dropped, the clock stays
+
+
 def test_a_runs_deadline_is_virtual_and_cancels_the_run() -> None:
     sim = Simulation()
     ref = sim.spawn(Agent("a", model=ScriptedModel(["late"], latency=60.0)))
@@ -456,6 +469,67 @@ def test_the_first_full_collection_waits_for_three_times_what_was_alive(
     assert live >= len(population)
     assert generations == []  # 82,000 set aside, under three times what was alive: no scan
     population.clear()
+
+
+def test_a_heap_that_shrank_since_it_was_counted_is_counted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What an earlier, larger simulation left as the count of what was alive: long gone.
+    monkeypatch.setattr(_collector.state, "live", 10**9)
+    monkeypatch.setattr(_collector.state, "blocks", 10**12)
+    monkeypatch.setattr(_collector, "SET_ASIDE_EVERY", 1_000)
+    monkeypatch.setattr(_collector, "FIRST_FULL", 8_000)
+    monkeypatch.setattr(_collector, "GROWTH", 1.0)
+    current: list[list[_CountedCycle]] = [[]]
+    generations: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and _collector.state.depth:
+            generations.append(info["generation"])
+
+    def tick() -> None:
+        current[0] = [_CountedCycle() for _ in range(2_000)]
+
+    sim = Simulation(seed=1)
+    sim.every(1.0, tick)
+    gc.callbacks.append(watch)
+    try:
+        sim.run(until=20.0)
+    finally:
+        gc.callbacks.remove(watch)
+        current.clear()
+    assert _collector.state.live is not None
+    assert _collector.state.live < 10**9  # counted again
+    assert 2 in generations  # so dead cycles were freed, not kept up to three billion objects
+
+
+def test_a_disabled_collector_stays_disabled_while_a_simulation_drives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_collector, "SET_ASIDE_EVERY", 1_000)
+    monkeypatch.setattr(_collector, "FIRST_FULL", 1_000)
+    generations: list[int] = []
+    frozen: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and _collector.state.depth:
+            generations.append(info["generation"])
+
+    def tick() -> None:
+        [_Cycle() for _ in range(2_000)]
+        frozen.append(gc.get_freeze_count())
+
+    sim = Simulation(seed=1)
+    sim.every(1.0, tick)
+    gc.callbacks.append(watch)
+    gc.disable()
+    try:
+        sim.run(until=10.0)
+    finally:
+        gc.enable()
+        gc.callbacks.remove(watch)
+    assert generations == []
+    assert set(frozen) == {0}
 
 
 def test_objects_an_application_froze_stay_frozen() -> None:
