@@ -6,6 +6,7 @@ from typing import Any, NamedTuple, cast
 
 from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
+from actors.context._event_log import EventView, Record, event_of, materialize
 from actors.context._events import (
     BOOKKEEPING_TYPES,
     REPLACE,
@@ -37,7 +38,6 @@ from actors.context._run_context import (
 )
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import InvalidUpdateError, UserError
@@ -120,7 +120,10 @@ class AgentContext:
         self.max_iterations = max_iterations
         self._overlay: str | None = None
         self._clock = clock
-        self._events: list[Event] = []
+        # The log: an `Event` or, until someone reads it, its record (see `_event_log`).
+        self._events: list[Event | Record] = []
+        self._first_lazy = 0  # every item before this index is an Event
+        self._sink: Callable[[AgentContext, int], None] | None = None  # the host's (`set_sink`)
         # The transcript's entries (see `entries`) as three parallel lists: no tuple per message
         # (a simulation keeps millions, and the collector scans every one it is given).
         self._created: list[datetime] = []  # each message's created_at
@@ -156,7 +159,11 @@ class AgentContext:
     @property
     def events(self) -> tuple[Event, ...]:
         """The whole log, in order."""
-        return tuple(self._events)
+        events = self._events
+        if self._first_lazy < len(events):
+            materialize(events, self._first_lazy, len(events))
+            self._first_lazy = len(events)
+        return tuple(events)  # type: ignore[arg-type]  # every item is an Event now
 
     @property
     def event_count(self) -> int:
@@ -165,7 +172,31 @@ class AgentContext:
 
     def events_since(self, seq: int) -> tuple[Event, ...]:
         """The events from ``seq`` on (a run's events), at the cost of those alone."""
-        return tuple(self._events[seq:])
+        return tuple(self.events_view(seq))
+
+    def events_view(self, seq: int) -> EventView:
+        """The events from ``seq`` on, as an immutable view read when it is looked at (O(1)).
+
+        Events appended later do not show in it. What a `RunResult` holds as its ``events``.
+        """
+        events = self._events
+        start = seq if seq >= 0 else max(len(events) + seq, 0)
+        return EventView(events, start, len(events))
+
+    def _event_at(self, seq: int) -> Event:
+        """The event at ``seq``, made from its record if no one read it before."""
+        item = self._events[seq]
+        if type(item) is tuple:
+            item = self._events[seq] = event_of(item)
+        return item  # type: ignore[return-value]
+
+    def set_sink(self, sink: Callable[[AgentContext, int], None] | None) -> None:
+        """The host's hook: ``sink(context, seq)`` after each append, with no `Event` made.
+
+        A host that keeps, streams or traces events reads them with ``context.events_view``;
+        one that has nowhere to send them pays nothing for them (see `_event_log`).
+        """
+        self._sink = sink
 
     @property
     def messages(self) -> list[Message]:
@@ -318,28 +349,30 @@ class AgentContext:
         message: Message | None = None,
         update: ContextUpdate | None = None,
         usage: Usage | None = None,
-    ) -> Event:
+    ) -> int:
+        """Fold and append one event; returns its seq (`_event_at` gives the `Event`)."""
         now = self._clock()
         if type(now) is not datetime and not isinstance(now, datetime):
             raise UserError(f"the context's clock must return a datetime, got {now!r}")
         events = self._events
-        # An Event built as `unchecked` builds one, inlined: the context made every field
-        # itself, and this is the hottest line of an agent (a dozen events per run).
-        event = _new_model(Event)
-        _set(
-            event,
-            "__dict__",
-            {"seq": len(events), "type": event_type, "data": data, "created_at": now},
-        )
-        set_fields_set(event, _ALL_EVENT_FIELDS)
-        set_extra(event, None)
-        set_private(event, None)
+        seq = len(events)
         if event_type in _FOLDED:  # most of a step's events project to nothing: no fold
-            self._fold(event, message, update, usage)
-        events.append(event)
-        for listener in self._listeners:  # a tuple: (un)subscribing meanwhile swaps it
-            listener(event)
-        return event
+            self._fold(event_type, data, seq, now, message, update, usage)
+        listeners = self._listeners
+        if listeners:
+            event = event_of((seq, event_type, data, now))
+            events.append(event)
+            if self._first_lazy == seq:
+                self._first_lazy = seq + 1
+            for listener in listeners:  # a tuple: (un)subscribing meanwhile swaps it
+                listener(event)
+        else:
+            # The hottest line of an agent (nine events a step): a record, no Event yet.
+            events.append((seq, event_type, data, now))
+        sink = self._sink
+        if sink is not None:
+            sink(self, seq)
+        return seq
 
     def _apply(
         self,
@@ -355,23 +388,25 @@ class AgentContext:
         caller that built the data from them): they are folded instead of the data read again.
         """
         if event.type in _FOLDED:  # most events project to nothing: no fold
-            self._fold(event, message, update, usage)
+            self._fold(event.type, event.data, event.seq, event.created_at, message, update, usage)
 
     def _fold(
         self,
-        event: Event,
+        kind: str,
+        data: dict[str, Any],
+        seq: int,
+        created_at: datetime,
         message: Message | None,
         update: ContextUpdate | None,
         usage: Usage | None,
     ) -> None:
         """`_apply` for an event of a type that projects to something (in `_FOLDED`)."""
-        kind, data = event.type, event.data
         if kind in SURFACE_TYPES:
             if message is None:
                 message = _message_of(data)
             self._messages.append(message)
-            self._created.append(event.created_at)
-            self._seqs.append(event.seq)
+            self._created.append(created_at)
+            self._seqs.append(seq)
             self._note_response(message)
         elif kind == "usage":
             if usage is None:
@@ -403,11 +438,11 @@ class AgentContext:
             if message is None:
                 message = message_adapter.validate_python(data["message"])
             if not (0 <= first <= last < len(self._messages)):
-                _log.warning("replace event outside the transcript ignored", seq=event.seq)
+                _log.warning("replace event outside the transcript ignored", seq=seq)
                 return
             touches_end = last == len(self._messages) - 1
             self._created[first : last + 1] = [self._created[first]]
-            self._seqs[first : last + 1] = [event.seq]
+            self._seqs[first : last + 1] = [seq]
             # Copy on write: views handed out before keep the list they read.
             self._messages = [*self._messages[:first], message, *self._messages[last + 1 :]]
             self._generation += 1
@@ -445,6 +480,10 @@ class AgentContext:
             source: Marks injected context (e.g. ``"memory"``); recorded in the event's data,
                 not in the projected message.
         """
+        return self._event_at(self._add_message(message, source))
+
+    def _add_message(self, message: Message, source: str | None = None) -> int:
+        """`add_message` without making the `Event` (the agent loop's): returns its seq."""
         if not isinstance(message, _MESSAGE_TYPES):
             raise UserError(
                 f"add_message takes a message (UserMessage, AssistantMessage, ...), "
@@ -472,10 +511,15 @@ class AgentContext:
             raise UserError(f"add_tool_call takes a ToolCall, got {type(call).__name__}")
         payload = {**_plain(data, "tool_call data"), "tool_call_id": call.id, "name": call.name}
         payload["arguments"] = json_copy(call.arguments)
-        return self._append("tool_call", payload)
+        return self._event_at(self._append("tool_call", payload))
 
     def add_usage(self, usage: Usage) -> Event | None:
         """Add a model request's usage to the agent's (recorded as a ``usage`` event)."""
+        seq = self._add_usage(usage)
+        return None if seq is None else self._event_at(seq)
+
+    def _add_usage(self, usage: Usage) -> int | None:
+        """`add_usage` without making the `Event` (the agent loop's): returns its seq."""
         if not isinstance(usage, Usage):
             raise UserError(f"add_usage takes a Usage, got {type(usage).__name__}")
         requests, tokens_in, tokens_out, calls = (
@@ -522,7 +566,7 @@ class AgentContext:
         try:
             # The checks a log read back gets: what is appended here can always be restored.
             check_payload(event_type, payload)
-            return self._append(event_type, payload)
+            return self._event_at(self._append(event_type, payload))
         except (KeyError, TypeError, ValueError) as exc:
             # _apply folds before the event is stored, so a payload it cannot read changes nothing.
             detail = str(exc) if isinstance(exc, PayloadError | UserError) else repr(exc)
@@ -552,7 +596,7 @@ class AgentContext:
         _check_source(source)
         # Checked and copied again: whoever built the update may still hold its events' data.
         logged = [LoggedEvent(event.type, event.data) for event in update.events]
-        appended: list[Event] = []
+        appended: list[int] = []
         if update.touches_metadata:
             metadata_ops = ContextUpdate(
                 tuple(op for op in update.operations if op.op not in ("log_event", "send"))
@@ -573,7 +617,7 @@ class AgentContext:
                 "content": send.content,
             }
             appended.append(self._append("message_sent", data))
-        return appended
+        return [self._event_at(seq) for seq in appended]
 
     def replace_message(self, index: int, message: Message) -> Event | None:
         """Shadow the message at ``index`` with ``message`` (the old event stays in the log).
@@ -601,7 +645,7 @@ class AgentContext:
             )
             return None
         data = {"first": first, "last": last, "message": message.model_dump(mode="json")}
-        return self._append(REPLACE, data, message=message)
+        return self._event_at(self._append(REPLACE, data, message=message))
 
     def put_system_prompt_overlay(self, overlay: str | None) -> None:
         """Put (or, with None, remove) the system-prompt overlay: never logged, never persisted.
@@ -621,7 +665,9 @@ class AgentContext:
     def increment_iteration(self, **data: Any) -> Event:
         """Count one more model request of this run (a ``step_start`` event)."""
         payload = _plain(data, "step_start data")
-        return self._append("step_start", {**payload, "iteration": self._iteration + 1})
+        return self._event_at(
+            self._append("step_start", {**payload, "iteration": self._iteration + 1})
+        )
 
     def dangling_tool_calls(self) -> list[ToolCall]:
         """Tool calls of the transcript that have no result and are not suspended."""
@@ -758,6 +804,7 @@ class AgentContext:
                     f"event {index} ({event.type}) has a malformed payload: {exc!r}"
                 ) from None
             ctx._events.append(event)
+        ctx._first_lazy = len(ctx._events)
         return ctx
 
     @classmethod
@@ -861,9 +908,6 @@ def _message_of(data: Mapping[str, Any]) -> Message:
     return message_adapter.validate_python(data)
 
 
-_ALL_EVENT_FIELDS = SetFields(Event.model_fields)
-
-
 _FOLDED = SURFACE_TYPES | {
     "usage",
     "tool_call",
@@ -877,7 +921,3 @@ _FOLDED = SURFACE_TYPES | {
     "message_received",
 }
 """The event types `_fold` projects (one branch each); every other event folds into nothing."""
-
-
-_new_model = object.__new__
-_set = object.__setattr__

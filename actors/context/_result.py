@@ -32,7 +32,8 @@ class RunResult(Generic[OutputT]):
         tree_usage: ``usage`` plus everything its subagents consumed in this run.
         metadata: The agent's metadata after the run, as a deep read-only view (mappings are
             read-only, lists are tuples), the same shape tools see in ``ctx.metadata``.
-        events: The events this run appended to the agent's log.
+        events: The events this run appended to the agent's log: an immutable sequence that
+            compares equal to a tuple of the same events (a view, read when looked at).
         agent_id: The agent that ran.
         run_id: The run's id.
         requests: The open requests of a suspended run, from this agent or any descendant.
@@ -44,7 +45,7 @@ class RunResult(Generic[OutputT]):
     usage: Usage
     tree_usage: Usage
     metadata: Mapping[str, Any]
-    events: tuple[Event, ...]
+    events: Sequence[Event]
     agent_id: str
     run_id: str
     requests: tuple[Request, ...] = field(default=())

@@ -58,7 +58,7 @@ class AnswerMixin(_LoopCore):
                 ),
                 reason="error",
             )
-        self.ctx.add_message(UserMessage(content=problem), source="output_retry")
+        self.ctx._add_message(UserMessage(content=problem), source="output_retry")
         return self._next_step()
 
     def _accept(self, output: Any, call_id: str | None) -> list[Effect]:

@@ -305,13 +305,13 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         ctx._record("turn_start", {"run_id": run_id, **data} if data else {"run_id": run_id})
         if prompt is not None:
             self._introduce()
-            ctx.add_message(user_message(prompt))
+            ctx._add_message(user_message(prompt))
         return self._next_step()
 
     def _introduce(self) -> None:
         """A fresh transcript starts with the logged system prompt."""
         if self.ctx.last_message is None and self.spec.system_prompt:
-            self.ctx.add_message(SystemMessage(content=self.spec.system_prompt))
+            self.ctx._add_message(SystemMessage(content=self.spec.system_prompt))
 
     def _overlay(self) -> str | RunFailedError | None:
         """The instructions function's text for the next request (with the JSON-text note)."""
@@ -461,9 +461,9 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             failure.__cause__ = error
             return self._fail(failure, reason="error")
         response = message.response
-        ctx.add_usage(response.usage)
+        ctx._add_usage(response.usage)
         reply = response.message
-        ctx.add_message(reply)
+        ctx._add_message(reply)
         ctx._record(
             "step_end",
             {
@@ -701,7 +701,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
                     sets.append((name if sequential else f"{name}:{slot.call.id}", outcome.update))
                     if outcome.update.sends:
                         self._outbox.extend(sends_of(events))
-            ctx.add_message(tool_result(slot.call.id, slot.call.name, content, is_error))
+            ctx._add_message(tool_result(slot.call.id, slot.call.name, content, is_error))
             slot.state = "applied"
         if len(sets) > 1 and (clashes := clashing_sets(sets)):
             warn_clashing_sets(ctx.agent_id, clashes)
@@ -728,7 +728,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         # and its result); if the run ends first, it joins the transcript after the run.
         if self._run is None:
             # Idle: the message waits in the transcript; it starts nothing until the next run.
-            self.ctx.add_message(message, source="steer")
+            self.ctx._add_message(message, source="steer")
         else:
             # Logged now, delivered at the step boundary: a crash in between loses nothing
             # (recovery hands undelivered messages to the transcript).
@@ -751,7 +751,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             usage=usage,
             tree_usage=usage + run.children_usage,
             metadata=self.ctx.metadata_snapshot(),
-            events=self.ctx.events_since(run.start_seq),
+            events=self.ctx.events_view(run.start_seq),
             agent_id=self.ctx.agent_id,
             run_id=run.run_id,
             requests=self.open_requests() if status == "suspended" else (),
@@ -839,7 +839,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         nothing is lost, and where a message lands does not depend on a race with the end.
         """
         for message, source in run.steering:
-            self.ctx.add_message(message, source=source)
+            self.ctx._add_message(message, source=source)
         run.steering.clear()
 
 

@@ -83,7 +83,7 @@ class PeersMixin(_LoopCore):
             run.steering.append((text, "peer"))  # at the next step boundary
             return []
         self._introduce()
-        ctx.add_message(text, source="peer")
+        ctx._add_message(text, source="peer")
         if self.spec.on_message == "run":
             data = {"trigger": "message", "message_id": message.message_id}
             return self._open_run(None, None, data)

@@ -91,4 +91,4 @@ def _deliver_waiting(ctx: AgentContext) -> None:
     """Hand the transcript what reached the agent and the crash kept from it."""
     start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
     for message, source in undelivered(ctx, start):
-        ctx.add_message(message, source=source)
+        ctx._add_message(message, source=source)

@@ -167,6 +167,21 @@ class AgentNode:
         """The tree's in-process approval handler."""
         return self.tree.approval_handler
 
+    def on_append(self, context: AgentContext, seq: int) -> None:
+        """The agent's context appended event ``seq``: publish it if anything takes events.
+
+        Nothing does in most agents of a simulation (no store, subscriber, stream or tracer):
+        then the event stays a record in the log (see `actors.context._event_log`).
+        """
+        tree = self.tree
+        if (
+            tree.store is not None
+            or self.listeners
+            or tree.streams
+            or installed.observer is not None
+        ):
+            self.publish_event(context._event_at(seq))
+
     def publish_event(self, event: Event) -> None:
         """An event was appended: buffer it for the store, show it to listeners and streams."""
         tree = self.tree

@@ -266,7 +266,7 @@ def _restore(
     for agent_id, node in nodes.items():
         ctx = contexts[agent_id]
         if activated and agent_id in live_ids:
-            woke = ctx._record("activated", {"status": node.status})
+            woke = ctx._event_at(ctx._record("activated", {"status": node.status}))
             # Subscribers kept through the sleep see it (they are attached to the node below).
             for listener in (listeners or {}).get(agent_id, ()):
                 with contextlib.suppress(Exception):  # a broken listener must not stop a wake

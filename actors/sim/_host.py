@@ -63,9 +63,14 @@ class WorldCall:
 
 
 def _seconds(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if type(value) is float and value >= 0:
+        return value  # the common case, checked first (a model's latency, every step)
+    if isinstance(value, bool) or not isinstance(value, _NUMBERS) or value < 0:
         raise UserError(f"{what} must be seconds (a number >= 0), got {value!r}")
     return float(value)
+
+
+_NUMBERS = (int, float)
 
 
 class SimHost(InlineHost):

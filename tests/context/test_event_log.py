@@ -1,0 +1,64 @@
+"""The log keeps records and makes `Event`s when they are read: readers must not tell."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from actors import Agent, AgentContext, Event, UserMessage
+from actors.context._event_log import EventView
+from actors.testing import ScriptedModel, SyncDriver
+
+
+def test_every_read_of_an_event_gives_the_same_object() -> None:
+    ctx = AgentContext()
+    ctx._record("turn_start", {"run_id": "r1"})
+    returned = ctx.add_message(UserMessage(content="hi"))
+    ctx._record("turn_end", {"run_id": "r1", "reason": "completed"})
+    events = ctx.events
+    assert all(type(e) is Event for e in events)
+    assert [e.seq for e in events] == [0, 1, 2]
+    assert events[1] is returned
+    assert ctx.events[0] is events[0]
+    assert ctx.events_since(1) == events[1:]
+    assert ctx.events_since(-1) == events[-1:]
+
+
+def test_a_subscriber_gets_each_event_as_it_is_appended() -> None:
+    ctx = AgentContext()
+    seen: list[Event] = []
+    ctx.subscribe(seen.append)
+    ctx._record("turn_start", {"run_id": "r1"})
+    ctx.add_message(UserMessage(content="hi"))
+    assert [e.type for e in seen] == ["turn_start", "user_message"]
+    assert all(a is b for a, b in zip(seen, ctx.events, strict=True))
+
+
+def test_a_runs_events_are_a_view_equal_to_a_tuple_that_later_runs_do_not_change() -> None:
+    driver = SyncDriver(Agent("a", model=ScriptedModel(["one", "two"])))
+    first = driver.run("go")
+    assert isinstance(first.events, EventView)
+    kinds = [e.type for e in first.events]
+    assert kinds[0] == "turn_start"
+    assert kinds[-1] == "turn_end"
+    frozen = tuple(first.events)
+    driver.run("again")
+    assert first.events == frozen  # the second run's events do not show in the first's
+    assert len(first.events) == len(frozen)
+    assert first.events[-1] is frozen[-1]
+    assert first.events[1:3] == frozen[1:3]
+    assert tuple(driver.context.events[: len(frozen)]) == frozen
+    assert pickle.loads(pickle.dumps(first.events)) == frozen
+    assert type(pickle.loads(pickle.dumps(first.events))) is tuple
+    assert copy.deepcopy(first.events) == frozen
+
+
+def test_a_rebuilt_context_equals_the_live_one_whatever_was_read() -> None:
+    driver = SyncDriver(Agent("a", model=ScriptedModel(["one", "two"])))
+    driver.run("go")
+    driver.run("again")
+    ctx = driver.context
+    rebuilt = AgentContext.deserialize(ctx.serialize())
+    assert rebuilt.events == ctx.events
+    assert rebuilt.messages == ctx.messages
+    assert rebuilt.usage == ctx.usage
