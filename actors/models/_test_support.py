@@ -190,6 +190,9 @@ class Tally(NamedTuple):
     tokens: int = 0
 
 
+_tally_of = tuple.__new__
+
+
 def tally(messages: Iterable[Message]) -> Tally:
     return Tally(*_counts(messages))
 
@@ -250,4 +253,4 @@ class TranscriptTally:
         if messages.head is not None:
             head = _counts((messages.head,))
             assistants, tokens = assistants + head[0], tokens + head[1]
-        return Tally(assistants, tokens)
+        return _tally_of(Tally, (assistants, tokens))  # Tally(...) without its Python __new__
