@@ -166,10 +166,12 @@ class AgentCell:
         self._sync_node()
         # Write-ahead: the events that announce an effect (a tool_call, a subagent_spawned) are
         # durable before the effect starts, so a crash can never hide a side effect.
-        if not self.persist() and loop.run_id is not None:
+        stored = self.node.tree.store is not None
+        if stored and not self.persist() and loop.run_id is not None:
             effects = self._store_failed(effects)
         self._execute(effects)
-        self.persist()
+        if stored:
+            self.persist()
 
     def _store_failed(self, effects: list[Effect]) -> list[Effect]:
         """The store refused this step's events: start no tool or child whose call is unwritten."""
@@ -221,10 +223,11 @@ class AgentCell:
     def _sync_node(self) -> None:
         loop = self.loop
         node = self.node
-        if loop.status != "idle" or node.status not in _FINAL:
+        status = loop.status
+        if status != "idle" or node.status not in _FINAL:
             # A finished child stays "finished" while late messages (an abandoned model
             # call's reply) drain before it stops; a new task makes it active again.
-            node.status = loop.status
+            node.status = status
         node.step = loop.ctx.iteration
         node.tool = loop.current_tool
 

@@ -11,6 +11,7 @@ bytes in any process.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import random
 from collections.abc import Callable, Mapping
@@ -97,10 +98,15 @@ class SimHost(InlineHost):
         message_delay: Delay,
         record: bool,
     ) -> None:
-        super().__init__(clock=self.stamp, limits=limits, default_model=default_model)
-        self.start = start
-        self._stamp_at = 0.0
+        # Every event reads the clock: the stamp of the virtual now is kept ready (moved with
+        # the time, in `_advance`) and read without a Python call.
         self._stamp = start
+        super().__init__(
+            clock=functools.partial(getattr, self, "_stamp"),
+            limits=limits,
+            default_model=default_model,
+        )
+        self.start = start
         self.rng = random.Random(f"actors-sim:{seed}")
         self.tool_duration = tool_duration
         self.message_delay = message_delay
@@ -118,10 +124,12 @@ class SimHost(InlineHost):
 
     def stamp(self) -> datetime:
         """The datetime of the virtual now (every event's ``created_at``)."""
-        if self.now != self._stamp_at:
-            self._stamp_at = self.now
-            self._stamp = self.start + timedelta(seconds=self.now)
         return self._stamp
+
+    def _advance(self, when: float) -> None:
+        """Move the virtual clock forward to ``when``."""
+        self.now = when
+        self._stamp = self.start + timedelta(seconds=when)
 
     def schedule(self, when: float, call: WorldCall) -> None:
         """Call a function of the world at virtual time ``when``."""
@@ -179,7 +187,7 @@ class SimHost(InlineHost):
             and self.now < reached
             and ((first := self._queue.first_time()) is None or first > reached)
         ):
-            self.now = reached
+            self._advance(reached)
 
     def _next(self) -> tuple[str, Any] | None:
         if gc_count()[0] >= _gc.every or _gc.due:
@@ -209,14 +217,14 @@ class SimHost(InlineHost):
                 elif message.cancelled:
                     continue
                 if when > self.now:
-                    self.now = when
+                    self._advance(when)
                 self._call_world(message)
                 continue
             self._pending -= 1
             if type(message) is ExpireRun and self._stale(agent_id, message):
                 continue  # the run ended before its deadline: the clock does not move for it
             if when > self.now:
-                self.now = when
+                self._advance(when)
             if agent_id in self._busy:
                 self._held.append((agent_id, message))
                 continue
