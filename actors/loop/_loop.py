@@ -57,6 +57,7 @@ from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
 from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
+    _NO_USAGE,
     INTERRUPTED,
     INVALID_ARGUMENTS_KEY,
     NOT_EXECUTED,
@@ -371,10 +372,11 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             return self._complete(run.final[0])
         if run.steering:
             self._flush_steering(run)
-        if ctx.iteration >= ctx.max_iterations:
+        iteration = ctx.iteration
+        if iteration >= ctx.max_iterations:
             return self._fail(
                 MaxIterationsExceeded(
-                    f"agent {ctx.agent_id!r} made {ctx.iteration} model requests in this run "
+                    f"agent {ctx.agent_id!r} made {iteration} model requests in this run "
                     f"(max_iterations={ctx.max_iterations}); raise max_iterations or check the "
                     "model is not looping"
                 ),
@@ -397,7 +399,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             run.chains = {}
         if self._views:
             self._refresh_tools()  # a toolset's list may have changed since the last step
-        ctx._record("step_start", {"iteration": ctx.iteration + 1, "step": run.step})
+        ctx._record("step_start", {"iteration": iteration + 1, "step": run.step})
         header: dict[str, Any] = {
             "model": self.model.name,
             "settings": dict(self.spec.model_settings),
@@ -744,12 +746,13 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         run = self._run
         assert run is not None
         usage = self._run_usage()
+        children = run.children_usage
         return RunResult(
             status=status,
             output=output,
             messages=self.ctx.message_view(),
             usage=usage,
-            tree_usage=usage + run.children_usage,
+            tree_usage=usage if children is _NO_USAGE else usage + children,
             metadata=self.ctx.metadata_snapshot(),
             events=self.ctx.events_view(run.start_seq),
             agent_id=self.ctx.agent_id,

@@ -15,6 +15,7 @@ from actors.loop._types import ResumeRun, StartRun
 from actors.runtime._host import HostReply
 from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
+from actors.sim._future import InlineFuture
 
 if TYPE_CHECKING:
     from actors.sim._host import SimHost
@@ -75,13 +76,13 @@ class SimRef(AgentRef[OutputT]):
         """Start a run on ``prompt``; it goes on as the simulation runs."""
         if not isinstance(prompt, str):
             raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
-        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        future: concurrent.futures.Future[RunResult[OutputT]] = InlineFuture()
         self._tell(StartRun(prompt, "", HostReply(future)))
         return SimRunFuture(future, self._host, self._id)
 
     def resume_async(self, answers: Mapping[str, Answer]) -> SimRunFuture[OutputT]:
         """Answer open requests (a world event answering an agent); returns at once."""
-        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        future: concurrent.futures.Future[RunResult[OutputT]] = InlineFuture()
         self._tell(ResumeRun(dict(answers), HostReply(future)))
         return SimRunFuture(future, self._host, self._id)
 
