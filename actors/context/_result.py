@@ -8,6 +8,7 @@ from typing_extensions import TypeVar
 
 from actors.context._events import Event
 from actors.context._messages import Message
+from actors.context._quick_init import quick_init
 from actors.context._suspension import Request
 from actors.context._usage import Usage
 
@@ -18,6 +19,7 @@ OutputT = TypeVar("OutputT", default=Any)
 RunStatus = Literal["completed", "suspended", "cancelled"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunResult(Generic[OutputT]):
     """How a run ended, and what it produced.

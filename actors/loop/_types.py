@@ -1,6 +1,7 @@
 """The messages an agent's state machine takes, and the effects it asks its host to carry out.
 
-All of them are frozen: pykka hands messages across threads by reference.
+All of them are frozen: pykka hands messages across threads by reference. A dozen are built
+per step, so each gets a quick constructor (`quick_init`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.context._messages import ToolCall, UserMessage
+from actors.context._quick_init import quick_init
 from actors.context._result import RunResult
 from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Request
@@ -46,6 +48,7 @@ __all__ = [
 # -- inputs -------------------------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StartRun:
     prompt: str
@@ -53,6 +56,7 @@ class StartRun:
     reply: Any = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelReplied:
     run_id: str
@@ -61,6 +65,7 @@ class ModelReplied:
     error: BaseException | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """What became of one tool call, ready for the model (built off the actor's thread)."""
@@ -73,6 +78,7 @@ class ToolOutcome:
     retry: bool = False  # the tool raised ModelRetry: counts against its retry budget
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
     run_id: str
@@ -80,6 +86,7 @@ class ToolFinished:
     outcome: ToolOutcome
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ChildFinished:
     """A child's run ended (or suspended, or failed) for the parent's call ``call_id``."""
@@ -92,22 +99,26 @@ class ChildFinished:
     tree_usage: Usage = field(default_factory=Usage)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CancelRun:
     reason: str = "cancelled"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ResumeRun:
     answers: Mapping[str, Answer]
     reply: Any = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Steer:
     message: UserMessage
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ApprovalDecided:
     """The host's in-process approval handler answered for call ``call_id``."""
@@ -117,6 +128,7 @@ class ApprovalDecided:
     answer: Answer
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PeerMessage:
     """Another agent's message (``ContextUpdate.send``), numbered ``n`` among its sender's."""
@@ -142,6 +154,7 @@ Input = (
 # -- effects ------------------------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallModel:
     run_id: str
@@ -150,6 +163,7 @@ class CallModel:
     timeout: float | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallTool:
     run_id: str
@@ -160,6 +174,7 @@ class CallTool:
     timeout: float | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunChild:
     """Start (or, for a kept child, continue) a child agent on a task.
@@ -179,6 +194,7 @@ class RunChild:
     tool_context: Any
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ResumeChild:
     run_id: str
@@ -187,12 +203,14 @@ class ResumeChild:
     answers: Mapping[str, Answer]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CancelChild:
     child_id: str
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AskApproval:
     """Ask the host's in-process approval handler about a call that needs approval."""
@@ -203,6 +221,7 @@ class AskApproval:
     timeout: float | None = None  # the tool's timeout: a handler silent past it denies
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SendMessage:
     """Deliver a logged peer message (its ``message_sent`` event is durable by now)."""
@@ -213,6 +232,7 @@ class SendMessage:
     content: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finish:
     """Answer the caller waiting on ``reply`` with a result or an error."""

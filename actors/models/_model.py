@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from actors.context._cancel import CancellationToken
 from actors.context._messages import AssistantMessage, Message
+from actors.context._quick_init import quick_init
 from actors.context._usage import Usage
 from actors.exceptions import ModelRequestsDisabled
 
@@ -87,6 +88,7 @@ class StreamDelta:
     tool_name: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything a model needs for one request.
@@ -145,6 +147,7 @@ class ModelFallback:
         }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """A model's complete reply.

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from actors.context._quick_init import quick_init
 from actors.context._result import RunResult
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent
@@ -94,6 +95,7 @@ def settle(
 # -- who waits for a run ------------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HostReply:
     """The host waits on ``future`` for the run's result."""
@@ -101,6 +103,7 @@ class HostReply:
     future: concurrent.futures.Future[Any]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ParentReply:
     """A parent's call ``call_id`` waits for this child's run."""
@@ -111,6 +114,7 @@ class ParentReply:
     child_id: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DelegateReply:
     """A tool of the parent waits on ``future`` for this delegated child's output."""
@@ -125,6 +129,7 @@ Reply = HostReply | ParentReply | DelegateReply
 # -- messages between hosts and agents, besides the loop's inputs --------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Ask:
     """A question sent by agent id: the answer to ``message`` settles ``future``.
@@ -136,6 +141,7 @@ class Ask:
     future: concurrent.futures.Future[Any]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OpenStream:
     """Send the events of this agent and its descendants to ``stream``.
@@ -147,6 +153,7 @@ class OpenStream:
     closer: list[Callable[[], None]]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Passivate:
     """Sleep now if idle: the agent stops in this turn, logging ``passivated``.
@@ -157,6 +164,7 @@ class Passivate:
     future: concurrent.futures.Future[bool]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Query:
     """A question answered from the agent's own turn (``ask``): ``context`` or ``status``."""
@@ -164,6 +172,7 @@ class Query:
     what: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Delegate:
     """A tool asked its agent to run a child (``ctx.delegate``)."""
@@ -175,6 +184,7 @@ class Delegate:
     timeout: float
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DelegateDone:
     """A delegated child finished; the parent books it and answers the waiting tool."""
@@ -185,6 +195,7 @@ class DelegateDone:
     tree_usage: Usage
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ExpireRun:
     """A parent's deadline for one run of this child passed."""

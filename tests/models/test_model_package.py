@@ -24,6 +24,7 @@ ALLOWED = {
     "actors._logging",
     "actors.context._messages",
     "actors.context._message_view",
+    "actors.context._quick_init",
     "actors.models._model",
     "actors.context._usage",
     "actors.exceptions",
