@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from actors.context._message_view import MessageView
 from actors.context._messages import AssistantMessage, Message
@@ -201,8 +201,10 @@ def _counts(messages: Iterable[Message]) -> tuple[int, int]:
     """Assistant messages and estimated tokens of ``messages``."""
     assistants = tokens = 0
     for message in messages:
-        assistants += isinstance(message, AssistantMessage)
-        tokens += len(str(getattr(message, "content", "")).split()) + 1
+        if type(message) is AssistantMessage:
+            assistants += 1
+        content = getattr(message, "content", "")
+        tokens += len((content if type(content) is str else str(content)).split()) + 1
     return assistants, tokens
 
 
@@ -220,7 +222,7 @@ class TranscriptTally:
 
     def __init__(self, agents: int = 65_536) -> None:
         # agent id -> (log id, generation, messages counted, assistant messages, tokens)
-        self._seen: OrderedDict[str, tuple[int, int, int, int, int]] = OrderedDict()
+        self._seen: dict[str, tuple[int, int, int, int, int]] = {}  # least recent first
         self._limit = agents
         self._lock = threading.Lock()
 
@@ -232,25 +234,31 @@ class TranscriptTally:
         origin = messages.origin if isinstance(messages, MessageView) else None
         if origin is None:
             return tally(messages)
-        assert isinstance(messages, MessageView)
+        view = cast(MessageView, messages)
         log, generation, stop = origin
         seen_map = self._seen
-        with self._lock:
-            seen = seen_map.get(agent_id)
-            if seen is not None and seen[0] == log and seen[1] == generation and seen[2] <= stop:
-                # Only what is new since this agent's last request (a few messages).
-                assistants, tokens = _counts(messages.transcript_since(seen[2]))
-                assistants, tokens = assistants + seen[3], tokens + seen[4]
-            else:
-                assistants, tokens = _counts(messages.transcript_since(0))
-            seen_map[agent_id] = (log, generation, stop, assistants, tokens)
-            seen_map.move_to_end(agent_id)
-            if len(seen_map) > self._limit:
-                seen_map.popitem(last=False)
-        if messages.hidden is not None:
-            hidden = _counts((messages.hidden,))
+        # An agent has one request in flight: its own entry needs no lock (a dict's get and
+        # set are atomic); only forgetting the least recent agent does.
+        seen = seen_map.pop(agent_id, None)
+        if seen is not None and seen[0] == log and seen[1] == generation and seen[2] <= stop:
+            # Only what is new since this agent's last request (a few messages).
+            assistants, tokens = _counts(view.transcript_since(seen[2]))
+            assistants, tokens = assistants + seen[3], tokens + seen[4]
+        else:
+            assistants, tokens = _counts(view.transcript_since(0))
+        seen_map[agent_id] = (log, generation, stop, assistants, tokens)  # now the most recent
+        if len(seen_map) > self._limit:
+            with self._lock:
+                while len(seen_map) > self._limit:
+                    try:
+                        oldest = next(iter(seen_map))
+                    except RuntimeError:  # another thread's request changed it meanwhile
+                        continue
+                    seen_map.pop(oldest, None)
+        if view.hidden is not None:
+            hidden = _counts((view.hidden,))
             assistants, tokens = assistants - hidden[0], tokens - hidden[1]
-        if messages.head is not None:
-            head = _counts((messages.head,))
+        if view.head is not None:
+            head = _counts((view.head,))
             assistants, tokens = assistants + head[0], tokens + head[1]
         return _tally_of(Tally, (assistants, tokens))  # Tally(...) without its Python __new__

@@ -206,3 +206,19 @@ def test_the_incremental_count_always_equals_a_count_of_everything_shown() -> No
         if n == 4:
             ctx.replace_message_range(1, 4, UserMessage(content="summary"))
             check()
+
+
+def test_the_tally_forgets_the_agent_that_asked_least_recently_and_still_counts_right() -> None:
+    from actors import AgentContext, AssistantMessage
+
+    counter = _test_support.TranscriptTally(agents=2)
+    contexts = {name: AgentContext(name) for name in "abc"}
+    for n, name in enumerate("abac"):
+        ctx = contexts[name]
+        ctx.add_message(UserMessage(content=f"question {n}"))
+        ctx.add_message(AssistantMessage(content=f"answer {n}"))
+        view = ctx.message_view()
+        assert counter.count(name, view) == _test_support.tally(list(view))
+    assert list(counter._seen) == ["a", "c"]  # b asked least recently: forgotten
+    view = contexts["b"].message_view()
+    assert counter.count("b", view) == _test_support.tally(list(view))  # counted whole again
