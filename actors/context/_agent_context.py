@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
-from actors.context._event_log import EventView, Record, event_of, materialize
+from actors.context._event_log import EventView, Record, event_of, materialize, publishing
 from actors.context._events import (
     BOOKKEEPING_TYPES,
     REPLACE,
@@ -71,6 +71,15 @@ class TranscriptEntry(NamedTuple):
 EventListener = Callable[[Event], None]
 
 
+class EventGate(Protocol):
+    """What a host hands `AgentContext.set_gate`: whether it wants events, and since when."""
+
+    epoch: int  # the `publishing` value ``wants`` was decided at
+    wants: bool
+
+    def on_append(self, context: AgentContext, seq: int) -> None: ...
+
+
 class AgentContext:
     """The state one agent actor owns: its event log and everything projected from it.
 
@@ -123,7 +132,7 @@ class AgentContext:
         # The log: an `Event` or, until someone reads it, its record (see `_event_log`).
         self._events: list[Event | Record] = []
         self._first_lazy = 0  # every item before this index is an Event
-        self._sink: Callable[[AgentContext, int], None] | None = None  # the host's (`set_sink`)
+        self._gate: EventGate | None = None  # the host's (`set_gate`)
         # The transcript's entries (see `entries`) as three parallel lists: no tuple per message
         # (a simulation keeps millions, and the collector scans every one it is given).
         self._created: list[datetime] = []  # each message's created_at
@@ -190,13 +199,14 @@ class AgentContext:
             item = self._events[seq] = event_of(item)
         return item  # type: ignore[return-value]
 
-    def set_sink(self, sink: Callable[[AgentContext, int], None] | None) -> None:
-        """The host's hook: ``sink(context, seq)`` after each append, with no `Event` made.
+    def set_gate(self, gate: EventGate | None) -> None:
+        """The host's hook: ``gate.on_append(context, seq)`` after an append, no `Event` made.
 
-        A host that keeps, streams or traces events reads them with ``context.events_view``;
-        one that has nowhere to send them pays nothing for them (see `_event_log`).
+        It is called while ``gate.wants`` holds, and whenever what takes events may have
+        changed (``gate.epoch`` is not `publishing`'s): a host that keeps, streams or traces
+        events reads them with `_event_at`; one with nowhere to send them pays nothing.
         """
-        self._sink = sink
+        self._gate = gate
 
     @property
     def messages(self) -> list[Message]:
@@ -369,9 +379,9 @@ class AgentContext:
         else:
             # The hottest line of an agent (nine events a step): a record, no Event yet.
             events.append((seq, event_type, data, now))
-        sink = self._sink
-        if sink is not None:
-            sink(self, seq)
+        gate = self._gate
+        if gate is not None and (gate.wants or gate.epoch != publishing.value):
+            gate.on_append(self, seq)
         return seq
 
     def _apply(

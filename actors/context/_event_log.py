@@ -13,6 +13,7 @@ object. A record is a fifth of an `Event` in memory and costs a tenth as much to
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, overload
@@ -20,12 +21,39 @@ from typing import Any, overload
 from actors.context._events import Event
 from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
 
-__all__ = ["EventView", "Record", "event_of", "materialize"]
+__all__ = [
+    "EventView",
+    "Record",
+    "consumers_changed",
+    "event_of",
+    "materialize",
+    "publishing",
+]
 
 Record = tuple[int, str, dict[str, Any], datetime]
 """(seq, type, data, created_at): an event as the log keeps it until it is read."""
 
 _FIELDS = SetFields(Event.model_fields)
+
+
+class _Epoch:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+publishing = _Epoch()
+"""Changes whenever what takes events may have changed anywhere in the process (a subscriber,
+a stream, a tracer): a host that decided an agent's events go nowhere decides again."""
+_epochs = itertools.count(1)
+
+
+def consumers_changed() -> None:
+    """Say that a subscriber, a stream or a tracer came or went (any thread)."""
+    publishing.value = next(_epochs)  # a new value each time, even from two threads at once
+
+
 _new = object.__new__
 _set = object.__setattr__
 

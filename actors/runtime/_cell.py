@@ -112,7 +112,7 @@ class AgentCell:
             agent_id=node.agent_id, parent_id=node.parent_id, session_id=node.session_id
         )
         self.passivating = False  # the next stop puts the agent to sleep in its store
-        loop.ctx.set_sink(node.on_append)
+        loop.ctx.set_gate(node)
 
     @property
     def idle(self) -> bool:

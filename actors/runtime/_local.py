@@ -22,6 +22,7 @@ import pykka
 
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
+from actors.context._event_log import consumers_changed
 from actors.context._events import Clock, Event
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
@@ -419,12 +420,14 @@ class LocalHost:
             else:
                 raise AgentStoppedError(f"agent {agent_id!r} is not running")
             listeners.append(callback)
+        consumers_changed()
 
         def unsubscribe() -> None:
             with self.lock:
                 for place in self._listener_lists(agent_id):
                     if callback in place:
                         place.remove(callback)
+            consumers_changed()
 
         return unsubscribe
 

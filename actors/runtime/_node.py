@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
+from actors.context._event_log import consumers_changed, publishing
 from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.loop._agent import Agent
@@ -104,10 +105,12 @@ class Tree:
         entry = (scope, stream)
         with self.lock:
             self.streams = (*self.streams, entry)
+        consumers_changed()
 
         def close() -> None:
             with self.lock:
                 self.streams = tuple(s for s in self.streams if s is not entry)
+            consumers_changed()
 
         return close
 
@@ -142,6 +145,9 @@ class AgentNode:
     saved_status: str | None = None
     counted: bool = False  # counted among its tree's live agents
     run_timeout: float | None = None  # its parent's deadline for each of its runs
+    # Whether its events go anywhere (`on_append`), decided at `publishing`'s value `epoch`.
+    epoch: int = field(default=-1, repr=False)
+    wants: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -171,15 +177,20 @@ class AgentNode:
         """The agent's context appended event ``seq``: publish it if anything takes events.
 
         Nothing does in most agents of a simulation (no store, subscriber, stream or tracer):
-        then the event stays a record in the log (see `actors.context._event_log`).
+        then the event stays a record in the log (see `actors.context._event_log`), and the
+        context stops calling here until a subscriber, a stream or a tracer comes.
         """
-        tree = self.tree
-        if (
-            tree.store is not None
-            or self.listeners
-            or tree.streams
-            or installed.observer is not None
-        ):
+        epoch = publishing.value
+        if self.epoch != epoch:
+            tree = self.tree
+            self.wants = bool(
+                tree.store is not None
+                or self.listeners
+                or tree.streams
+                or installed.observer is not None
+            )
+            self.epoch = epoch
+        if self.wants:
             self.publish_event(context._event_at(seq))
 
     def publish_event(self, event: Event) -> None:

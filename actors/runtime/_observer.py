@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from actors._logging import get_logger
+from actors.context._event_log import consumers_changed
 
 if TYPE_CHECKING:
     from actors.context._events import Event
@@ -64,6 +65,7 @@ installed = _slot
 def set_tree_observer(observer: TreeObserver | None) -> TreeObserver | None:
     """Install ``observer`` for every agent of this process (None removes it); returns the old."""
     previous, _slot.observer = _slot.observer, observer
+    consumers_changed()
     return previous
 
 

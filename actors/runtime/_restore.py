@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._agent_context import AgentContext
+from actors.context._event_log import consumers_changed
 from actors.context._messages import ToolCall, ToolResultMessage
 from actors.context._suspension import Request
 from actors.exceptions import (
@@ -281,6 +282,8 @@ def _restore(
         for agent_id in live_ids:  # parents before children
             node, ctx = nodes[agent_id], contexts[agent_id]
             node.listeners.extend((listeners or {}).get(agent_id, ()))
+            if node.listeners:
+                consumers_changed()
             loop = host.new_loop(node, ctx, models[agent_id])
             for call, child_id in child_parks[agent_id]:
                 loop.restore_child_park(call, child_id, open_requests[child_id], agent_id)

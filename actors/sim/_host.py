@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from gc import get_count as gc_count
 from typing import Any
 
+from actors.context._event_log import consumers_changed
 from actors.context._events import Event
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
@@ -362,10 +363,12 @@ class SimHost(InlineHost):
         """Call ``callback`` with each event the agent appends."""
         listeners = self.live(agent_id).node.listeners
         listeners.append(callback)
+        consumers_changed()
 
         def unsubscribe() -> None:
             if callback in listeners:
                 listeners.remove(callback)
+                consumers_changed()
 
         return unsubscribe
 

@@ -62,3 +62,47 @@ def test_a_rebuilt_context_equals_the_live_one_whatever_was_read() -> None:
     assert rebuilt.events == ctx.events
     assert rebuilt.messages == ctx.messages
     assert rebuilt.usage == ctx.usage
+
+
+def test_a_subscriber_or_tracer_that_comes_late_sees_every_event_from_then_on() -> None:
+    from typing import Any
+
+    from actors.runtime._observer import set_tree_observer
+    from actors.sim import Simulation
+
+    class Tracer:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def on_event(self, node: Any, event: Event) -> None:
+            self.seen.append(event.type)
+
+        def on_restore(self, node: Any, events: Any) -> None:
+            pass
+
+        def on_release(self, node: Any, how: str) -> None:
+            pass
+
+    sim = Simulation(seed=1, record_events=False)
+    ref = sim.spawn(Agent("a", model=ScriptedModel(["one", "two", "three", "four"])))
+    ref.run("go")  # nothing takes its events: they stay records
+    seen: list[Event] = []
+    unsubscribe = ref.subscribe(seen.append)
+    ref.run("again")
+    kinds = [e.type for e in seen]
+    assert kinds[0] == "turn_start"
+    assert kinds[-1] == "turn_end"
+    assert tuple(seen) == ref.context().events[len(ref.context().events) - len(seen) :]
+    unsubscribe()
+    count = len(seen)
+    tracer = Tracer()
+    previous = set_tree_observer(tracer)
+    try:
+        ref.run("third")
+    finally:
+        set_tree_observer(previous)
+    assert len(seen) == count  # unsubscribed: nothing more
+    assert tracer.seen[0] == "turn_start"
+    assert tracer.seen[-1] == "turn_end"
+    ref.run("fourth")  # the tracer is gone: nothing more for it either
+    assert tracer.seen.count("turn_start") == 1
