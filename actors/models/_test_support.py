@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -221,8 +221,10 @@ class TranscriptTally:
     """
 
     def __init__(self, agents: int = 65_536) -> None:
-        # agent id -> (log id, generation, messages counted, assistant messages, tokens)
-        self._seen: dict[str, tuple[int, int, int, int, int]] = {}  # least recent first
+        # agent id -> (log id, generation, messages counted, assistant messages, tokens), the
+        # least recent first: an OrderedDict forgets its first entry at once, where a dict
+        # would walk the holes its re-insertions left.
+        self._seen: OrderedDict[str, tuple[int, int, int, int, int]] = OrderedDict()
         self._limit = agents
         self._lock = threading.Lock()
 
@@ -250,11 +252,7 @@ class TranscriptTally:
         if len(seen_map) > self._limit:
             with self._lock:
                 while len(seen_map) > self._limit:
-                    try:
-                        oldest = next(iter(seen_map))
-                    except RuntimeError:  # another thread's request changed it meanwhile
-                        continue
-                    seen_map.pop(oldest, None)
+                    seen_map.popitem(last=False)
         if view.hidden is not None:
             hidden = _counts((view.hidden,))
             assistants, tokens = assistants - hidden[0], tokens - hidden[1]
