@@ -6,7 +6,14 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from actors._logging import get_logger
 from actors.context._cancel import CancellationToken
-from actors.context._event_log import EventView, Record, event_of, materialize, publishing
+from actors.context._event_log import (
+    EventView,
+    Record,
+    event_at,
+    event_of,
+    materialize,
+    publishing,
+)
 from actors.context._events import (
     BOOKKEEPING_TYPES,
     REPLACE,
@@ -169,10 +176,11 @@ class AgentContext:
     def events(self) -> tuple[Event, ...]:
         """The whole log, in order."""
         events = self._events
-        if self._first_lazy < len(events):
-            materialize(events, self._first_lazy, len(events))
-            self._first_lazy = len(events)
-        return tuple(events)  # type: ignore[arg-type]  # every item is an Event now
+        size = len(events)
+        if self._first_lazy < size:
+            materialize(events, self._first_lazy, size)
+            self._first_lazy = size
+        return tuple(events[:size])  # type: ignore[arg-type]  # every item is an Event now
 
     @property
     def event_count(self) -> int:
@@ -194,10 +202,7 @@ class AgentContext:
 
     def _event_at(self, seq: int) -> Event:
         """The event at ``seq``, made from its record if no one read it before."""
-        item = self._events[seq]
-        if type(item) is tuple:
-            item = self._events[seq] = event_of(item)
-        return item  # type: ignore[return-value]
+        return event_at(self._events, seq)
 
     def set_gate(self, gate: EventGate | None) -> None:
         """The host's hook: ``gate.on_append(context, seq)`` after an append, no `Event` made.

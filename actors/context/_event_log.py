@@ -14,6 +14,7 @@ object. A record is a fifth of an `Event` in memory and costs a tenth as much to
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, overload
@@ -25,6 +26,7 @@ __all__ = [
     "EventView",
     "Record",
     "consumers_changed",
+    "event_at",
     "event_of",
     "materialize",
     "publishing",
@@ -69,12 +71,25 @@ def event_of(record: Record) -> Event:
     return event
 
 
+_making = threading.Lock()  # two threads reading one record make one Event, not two
+
+
+def event_at(items: list[Any], index: int) -> Event:
+    """The event at ``index``, made from its record (in place) if no one read it before."""
+    item = items[index]
+    if type(item) is tuple:
+        with _making:
+            item = items[index]
+            if type(item) is tuple:
+                item = items[index] = event_of(item)
+    return item  # type: ignore[no-any-return]
+
+
 def materialize(items: list[Any], start: int, stop: int) -> None:
     """Turn the records among ``items[start:stop]`` into their events, in place."""
     for index in range(start, stop):
-        item = items[index]
-        if type(item) is tuple:
-            items[index] = event_of(item)
+        if type(items[index]) is tuple:
+            event_at(items, index)
 
 
 class EventView(Sequence[Event]):
@@ -112,11 +127,7 @@ class EventView(Sequence[Event]):
         position = index + size if index < 0 else index
         if not 0 <= position < size:
             raise IndexError("event index out of range")
-        position += self._start
-        item = self._items[position]
-        if type(item) is tuple:
-            item = self._items[position] = event_of(item)
-        return item  # type: ignore[no-any-return]
+        return event_at(self._items, position + self._start)
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self._events())
@@ -134,6 +145,9 @@ class EventView(Sequence[Event]):
 
     def __add__(self, other: Sequence[Event]) -> tuple[Event, ...]:
         return (*self._events(), *other)
+
+    def __radd__(self, other: Sequence[Event]) -> tuple[Event, ...]:
+        return (*other, *self._events())
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Crossing a process (Ray pickles results) or a deep copy: a plain tuple.

@@ -40,25 +40,32 @@ def quick_init(cls: type[T]) -> type[T]:
         raise TypeError(f"quick_init takes a frozen, slotted dataclass, got {cls!r}")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"quick_init does not run __post_init__ ({cls.__name__})")
-    namespace: dict[str, Any] = {"_MISSING": _FACTORY}
+    namespace: dict[str, Any] = {"__quick_init_factory__": _FACTORY}
     arguments: list[str] = []
     lines: list[str] = []
     for index, field in enumerate(dataclasses.fields(cast(Any, cls))):
         if not field.init or field.kw_only:
             raise TypeError(f"quick_init takes positional init fields only ({cls.__name__})")
         name = field.name
-        namespace[f"_set_{index}"] = cls.__dict__[name].__set__  # the slot's own setter
+        if name not in cls.__dict__:
+            raise TypeError(f"quick_init takes fields of the class itself ({cls.__name__}.{name})")
+        namespace[f"__quick_init_set_{index}__"] = cls.__dict__[name].__set__  # the slot's
         if field.default is not dataclasses.MISSING:
-            namespace[f"_default_{index}"] = field.default
-            arguments.append(f"{name}=_default_{index}")
+            namespace[f"__quick_init_default_{index}__"] = field.default
+            arguments.append(f"{name}=__quick_init_default_{index}__")
         elif field.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory_{index}"] = field.default_factory
-            arguments.append(f"{name}=_MISSING")
-            lines.append(f"    if {name} is _MISSING:\n        {name} = _factory_{index}()")
+            namespace[f"__quick_init_make_{index}__"] = field.default_factory
+            arguments.append(f"{name}=__quick_init_factory__")
+            lines.append(
+                f"    if {name} is __quick_init_factory__:\n"
+                f"        {name} = __quick_init_make_{index}__()"
+            )
         else:
             arguments.append(name)
-        lines.append(f"    _set_{index}(self, {name})")
-    source = f"def __init__(self, {', '.join(arguments)}):\n" + ("\n".join(lines) or "    pass")
+        lines.append(f"    __quick_init_set_{index}__(__quick_init_self__, {name})")
+    source = f"def __init__(__quick_init_self__, {', '.join(arguments)}):\n" + (
+        "\n".join(lines) or "    pass"
+    )
     exec(source, namespace)  # built above from the class's own field names only
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -201,7 +201,7 @@ def _counts(messages: Iterable[Message]) -> tuple[int, int]:
     """Assistant messages and estimated tokens of ``messages``."""
     assistants = tokens = 0
     for message in messages:
-        if type(message) is AssistantMessage:
+        if isinstance(message, AssistantMessage):
             assistants += 1
         content = getattr(message, "content", "")
         tokens += len((content if type(content) is str else str(content)).split()) + 1
@@ -252,7 +252,10 @@ class TranscriptTally:
         if len(seen_map) > self._limit:
             with self._lock:
                 while len(seen_map) > self._limit:
-                    seen_map.popitem(last=False)
+                    try:
+                        seen_map.popitem(last=False)
+                    except KeyError:  # another thread's request took it meanwhile
+                        break
         if view.hidden is not None:
             hidden = _counts((view.hidden,))
             assistants, tokens = assistants - hidden[0], tokens - hidden[1]

@@ -86,9 +86,14 @@ def set_aside() -> None:
     Called by a simulation's host between two messages, never inside a collection.
     """
     with state.lock:
-        if not state.setting_aside or not gc.isenabled():  # gc.disable() is the caller's word
+        if not state.setting_aside:
             state.due = False
             return
+        if not gc.isenabled():  # gc.disable() is the caller's word: look again later
+            state.due = False
+            state.every = gc.get_count()[0] + SET_ASIDE_EVERY
+            return
+        state.every = SET_ASIDE_EVERY
         state.aside += gc.get_count()[0]
         gc.freeze()
         if state.live is None:  # counted (a walk) the first time, then at each full collection

@@ -5,7 +5,8 @@ its lock per future, a notify on every result), which a simulation never uses: i
 are settled and read on the thread that drives it, so this one keeps a state, a value and its
 callbacks. It is a `concurrent.futures.Future` all the same (``asyncio.wrap_future`` takes
 it), with the same answers; ``result()`` on one that is not done raises at once instead of
-waiting, since nothing on another thread would settle it.
+waiting, since nothing on another thread would settle it, and ``concurrent.futures.wait`` and
+``as_completed``, which wait on a condition, do not take it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ class InlineFuture(concurrent.futures.Future[T], Generic[T]):
     def result(self, timeout: float | None = None) -> T:
         self._check_done()
         if self._error is not None:
-            raise self._error
+            try:
+                raise self._error
+            finally:
+                self = None  # type: ignore[assignment]  # no cycle through the traceback
         return self._value  # type: ignore[no-any-return]
 
     def exception(self, timeout: float | None = None) -> BaseException | None:

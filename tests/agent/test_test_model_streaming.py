@@ -222,3 +222,15 @@ def test_the_tally_forgets_the_agent_that_asked_least_recently_and_still_counts_
     assert list(counter._seen) == ["a", "c"]  # b asked least recently: forgotten
     view = contexts["b"].message_view()
     assert counter.count("b", view) == _test_support.tally(list(view))  # counted whole again
+
+
+def test_a_tally_that_remembers_no_agent_still_counts() -> None:
+    from actors import AgentContext
+
+    counter = _test_support.TranscriptTally(agents=0)
+    ctx = AgentContext("a")
+    ctx.add_message(UserMessage(content="one two"))
+    view = ctx.message_view()
+    assert counter.count("a", view) == _test_support.tally(list(view))
+    assert counter.count("a", view) == _test_support.tally(list(view))
+    assert len(counter._seen) == 0

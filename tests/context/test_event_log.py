@@ -106,3 +106,11 @@ def test_a_subscriber_or_tracer_that_comes_late_sees_every_event_from_then_on() 
     assert tracer.seen[-1] == "turn_end"
     ref.run("fourth")  # the tracer is gone: nothing more for it either
     assert tracer.seen.count("turn_start") == 1
+
+
+def test_a_view_adds_to_a_tuple_on_either_side() -> None:
+    driver = SyncDriver(Agent("a", model=ScriptedModel(["one"])))
+    events = driver.run("go").events
+    first = (events[0],)
+    assert first + events == (events[0], *events)  # noqa: RUF005 - the + is what is tested
+    assert events + first == (*events, events[0])  # noqa: RUF005

@@ -64,3 +64,25 @@ def test_it_refuses_what_it_cannot_build() -> None:
     for cls in (Mutable, NoSlots, Checked, KeywordOnly):
         with pytest.raises(TypeError, match="quick_init"):
             quick_init(cls)
+
+
+def test_field_names_do_not_clash_with_its_own_and_inherited_fields_are_refused() -> None:
+    @quick_init
+    @dataclass(frozen=True, slots=True)
+    class Odd:
+        self: int = 1
+        _MISSING: list[int] = field(default_factory=list)
+
+    assert Odd().self == 1
+    assert Odd()._MISSING == []
+
+    @dataclass(frozen=True, slots=True)
+    class Base:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class Child(Base):
+        b: int = 0
+
+    with pytest.raises(TypeError, match="quick_init"):
+        quick_init(Child)

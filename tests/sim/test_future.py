@@ -80,3 +80,20 @@ def test_a_simulated_runs_future_calls_back_with_its_result() -> None:
     assert not run.done()
     assert run.result().output == "hi"  # runs the simulation until the run ends
     assert ended == ["hi"]
+
+
+def test_reading_a_failed_result_leaves_no_cycle_behind() -> None:
+    import gc
+    import weakref
+
+    future: InlineFuture[int] = InlineFuture()
+    future.set_exception(ValueError("no"))
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match="no"):
+            future.result()
+        alive = weakref.ref(future)
+        del future
+        assert alive() is None  # freed by reference counting, no collection needed
+    finally:
+        gc.enable()
