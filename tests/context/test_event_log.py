@@ -112,5 +112,5 @@ def test_a_view_adds_to_a_tuple_on_either_side() -> None:
     driver = SyncDriver(Agent("a", model=ScriptedModel(["one"])))
     events = driver.run("go").events
     first = (events[0],)
-    assert first + events == (events[0], *events)  # noqa: RUF005 - the + is what is tested
-    assert events + first == (*events, events[0])  # noqa: RUF005
+    assert first + events == (events[0], *events)
+    assert events + first == (*events, events[0])
