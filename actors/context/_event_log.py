@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, overload
 
 from actors.context._events import Event
-from actors.context._unchecked import SetFields, set_extra, set_fields_set, set_private
+from actors.context._unchecked import SetFields, unchecked
 
 __all__ = [
     "EventView",
@@ -56,19 +56,11 @@ def consumers_changed() -> None:
     publishing.value = next(_epochs)  # a new value each time, even from two threads at once
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
 def event_of(record: Record) -> Event:
     """The `Event` of a record (whose every field the log made and checked itself)."""
     seq, kind, data, created_at = record
-    event = _new(Event)
-    _set(event, "__dict__", {"seq": seq, "type": kind, "data": data, "created_at": created_at})
-    set_fields_set(event, _FIELDS)
-    set_extra(event, None)
-    set_private(event, None)
-    return event
+    values = {"seq": seq, "type": kind, "data": data, "created_at": created_at}
+    return unchecked(Event, values, _FIELDS)
 
 
 _making = threading.Lock()  # two threads reading one record make one Event, not two

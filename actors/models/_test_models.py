@@ -95,31 +95,31 @@ def _message_of(reply: str | AssistantMessage | ToolCall | Sequence[ToolCall]) -
 
 
 def _response(message: AssistantMessage, input_tokens: int, model_name: str) -> ModelResponse:
-    return _Scripted(message).response(input_tokens, model_name)
+    output_tokens = len(message.content.split()) + 2 * len(message.tool_calls)
+    # Counts of a test model: valid by construction, so not validated again.
+    usage = usage_of(1, input_tokens, output_tokens, 0)
+    finish = "tool_calls" if message.tool_calls else "stop"
+    return ModelResponse(message, usage, model_name, finish)
 
 
 class _Scripted:
-    """A scripted reply's message, with what answering it always gives: its output tokens.
+    """A scripted reply's message, and its responses (immutable) kept by input tokens.
 
-    Its responses (immutable) are kept by input tokens, a few hundred at most: a population of
-    agents on one script asks with transcripts of the same few sizes.
+    A few hundred at most: a population of agents on one script asks with transcripts of the
+    same few sizes.
     """
 
-    __slots__ = ("finish", "message", "output_tokens", "responses")
+    __slots__ = ("message", "responses")
 
     def __init__(self, message: AssistantMessage) -> None:
         self.message = message
-        self.output_tokens = len(message.content.split()) + 2 * len(message.tool_calls)
-        self.finish = "tool_calls" if message.tool_calls else "stop"
         self.responses: dict[tuple[int, str], ModelResponse] = {}
 
     def response(self, input_tokens: int, model_name: str) -> ModelResponse:
         key = (input_tokens, model_name)
         response = self.responses.get(key)
         if response is None:
-            # Counts of a test model: valid by construction, so not validated again.
-            usage = usage_of(1, input_tokens, self.output_tokens, 0)
-            response = ModelResponse(self.message, usage, model_name, self.finish)
+            response = _response(self.message, input_tokens, model_name)
             if len(self.responses) < _RESPONSES_KEPT:
                 self.responses[key] = response
         return response

@@ -159,12 +159,17 @@ class InlineHost:
             finally:
                 busy.discard(agent_id)
 
+    def _take_held(self) -> tuple[str, Any] | None:
+        """The first held message whose agent's turn is no longer on the stack."""
+        for index, (agent_id, message) in enumerate(self._held):
+            if agent_id not in self._busy:
+                del self._held[index]
+                return agent_id, message
+        return None
+
     def _next(self) -> tuple[str, Any] | None:
-        if self._held:
-            for index, (agent_id, message) in enumerate(self._held):
-                if agent_id not in self._busy:
-                    del self._held[index]
-                    return agent_id, message
+        if self._held and (ready := self._take_held()) is not None:
+            return ready
         while (item := self._queue.pop()) is not None:
             when, _, agent_id, message = item
             self.now = max(self.now, when)

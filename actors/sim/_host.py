@@ -64,15 +64,15 @@ class WorldCall:
     cancelled: bool = False  # a recurring call that is no longer wanted
 
 
+_NUMBERS = (int, float)
+
+
 def _seconds(value: object, what: str) -> float:
     if type(value) is float and value >= 0:
         return value  # the common case, checked first (a model's latency, every step)
     if isinstance(value, bool) or not isinstance(value, _NUMBERS) or value < 0:
         raise UserError(f"{what} must be seconds (a number >= 0), got {value!r}")
     return float(value)
-
-
-_NUMBERS = (int, float)
 
 
 class SimHost(InlineHost):
@@ -193,11 +193,8 @@ class SimHost(InlineHost):
     def _next(self) -> tuple[str, Any] | None:
         if gc_count()[0] >= _gc.every or _gc.due:
             _collector.set_aside()
-        if self._held:
-            for index, (agent_id, message) in enumerate(self._held):
-                if agent_id not in self._busy:
-                    del self._held[index]
-                    return agent_id, message
+        if self._held and (ready := self._take_held()) is not None:
+            return ready
         queue = self._queue
         while True:
             horizon = self.horizon
