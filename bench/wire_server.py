@@ -1,0 +1,360 @@
+"""A model provider on loopback: the OpenAI and Anthropic wire formats, in a process of its own.
+
+Tests and benchmarks of real models need what users run: a model behind HTTP, with latency,
+jitter, rate limiting and replies that come back out of order. This server gives that without
+leaving the machine, and runs in its own process so that it is never the bottleneck of what
+it measures.
+
+    python -m bench.wire_server --latency 0.2 --jitter 0.05 --fail-rate 0.05
+
+prints ``READY <port>`` on its first line, then serves until killed. From Python, `serve` starts
+one and yields its base URL::
+
+    with serve(latency=0.2) as url:            # "http://127.0.0.1:PORT/v1"
+        OpenAIChatModel("fake", base_url=url)
+        AnthropicModel("fake", base_url=url[:-3])   # the Anthropic path is /v1/messages
+
+Replies are a pure function of the request body (its messages and tools), so the same request
+always gets the same reply, whatever order the replies go back in:
+
+- a request that offers tools and whose last message is not a tool result calls the first tool,
+  with arguments made from its schema (an ``enum`` gives one of its values, picked by the
+  request's digest; a string gives a word of the digest; numbers, booleans and arrays simple
+  values);
+- otherwise it answers in text: ``"reply <digest>: <the last message, cut to 40 chars>"``.
+
+With ``--fail-rate`` a request is refused with ``429`` and ``retry-after-ms`` (an attempt's
+fate is drawn from the digest and the attempt's number for that body, so the same request
+fails the same way in every run). ``GET /stats`` returns counters: requests, failures,
+in flight now and at most, and tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.failures = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.attempts: Counter[str] = Counter()
+
+    def as_json(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "failures": self.failures,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+def _digest(body: dict[str, Any]) -> str:
+    key = {"messages": body.get("messages"), "system": body.get("system")}
+    key["tools"] = body.get("tools")
+    text = json.dumps(key, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _value(schema: dict[str, Any], digest: str, n: int) -> Any:
+    if schema.get("enum"):
+        return schema["enum"][int(digest[n : n + 8], 16) % len(schema["enum"])]
+    kind = schema.get("type")
+    if kind == "integer":
+        return int(digest[n : n + 2], 16)
+    if kind == "number":
+        return int(digest[n : n + 2], 16) / 4
+    if kind == "boolean":
+        return int(digest[n], 16) % 2 == 0
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    return f"w{digest[n : n + 6]}"
+
+
+def _arguments(schema: dict[str, Any], digest: str) -> dict[str, Any]:
+    properties = schema.get("properties", {})
+    return {
+        name: _value(properties.get(name, {}), digest, 2 * i)
+        for i, name in enumerate(schema.get("required", []))
+    }
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _openai_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any], int, int]:
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    tools = body.get("tools") or []
+    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    message: dict[str, Any]
+    if tools and last.get("role") != "tool":
+        function = tools[0]["function"]
+        arguments = _arguments(function.get("parameters", {}), digest)
+        call = {
+            "id": f"call_{digest[:12]}",
+            "type": "function",
+            "function": {"name": function["name"], "arguments": json.dumps(arguments)},
+        }
+        message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+        tokens_out = 10
+    else:
+        text = f"reply {digest[:8]}: {_text_of(last.get('content'))[:40]}"
+        message, finish = {"role": "assistant", "content": text}, "stop"
+        tokens_out = max(1, len(text) // 4)
+    reply = {
+        "id": f"chatcmpl-{digest[:16]}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        },
+    }
+    return reply, tokens_in, tokens_out
+
+
+def _anthropic_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any], int, int]:
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    content = last.get("content")
+    answered = isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content
+    )
+    tools = body.get("tools") or []
+    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    blocks: list[dict[str, Any]]
+    if tools and not answered:
+        tool = tools[0]
+        blocks = [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{digest[:12]}",
+                "name": tool["name"],
+                "input": _arguments(tool.get("input_schema", {}), digest),
+            }
+        ]
+        stop, tokens_out = "tool_use", 10
+    else:
+        text = f"reply {digest[:8]}: {_text_of(content)[:40]}"
+        blocks, stop, tokens_out = [{"type": "text", "text": text}], "end_turn", len(text) // 4
+    reply = {
+        "id": f"msg_{digest[:16]}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": tokens_in, "output_tokens": max(1, tokens_out)},
+    }
+    return reply, tokens_in, max(1, tokens_out)
+
+
+def _openai_stream(reply: dict[str, Any]) -> bytes:
+    choice = reply["choices"][0]
+    message = choice["message"]
+    base = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks: list[dict[str, Any]] = []
+    if message.get("tool_calls"):
+        calls = [dict(call, index=i) for i, call in enumerate(message["tool_calls"])]
+        chunks.append({"role": "assistant", "tool_calls": calls})
+    else:
+        text = message["content"]
+        chunks.append({"role": "assistant", "content": ""})
+        chunks.extend({"content": text[i : i + 8]} for i in range(0, len(text), 8))
+    events = [
+        dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}])
+        for delta in chunks
+    ]
+    events.append(
+        dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}])
+    )
+    events.append(dict(base, choices=[], usage=reply["usage"]))
+    lines = [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
+class _Server:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.latency = args.latency
+        self.jitter = args.jitter
+        self.fail_rate = args.fail_rate
+        self.retry_after_ms = args.retry_after_ms
+        self.rng = random.Random(args.seed)
+        self.stats = _Stats()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        name, value = line.split(":", 1)
+                        headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                raw = await reader.readexactly(length) if length else b""
+                status, extra, payload, kind = await self.respond(method, path, raw)
+                reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
+                out = [f"HTTP/1.1 {status} {reason.get(status, 'OK')}", f"Content-Type: {kind}"]
+                out += [f"{k}: {v}" for k, v in extra.items()]
+                out.append(f"Content-Length: {len(payload)}")
+                writer.write(("\r\n".join(out) + "\r\n\r\n").encode() + payload)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def respond(
+        self, method: str, path: str, raw: bytes
+    ) -> tuple[int, dict[str, str], bytes, str]:
+        json_type = "application/json"
+        if method == "GET" and path.endswith("/stats"):
+            return 200, {}, json.dumps(self.stats.as_json()).encode(), json_type
+        openai = path.endswith("/chat/completions")
+        if method != "POST" or not (openai or path.endswith("/messages")):
+            return 404, {}, b'{"error": {"message": "not found"}}', json_type
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {}, b'{"error": {"message": "malformed JSON"}}', json_type
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            delay = self.latency + (
+                self.rng.uniform(-self.jitter, self.jitter) if self.jitter else 0
+            )
+            await asyncio.sleep(max(0.0, delay))
+            digest = _digest(body)
+            attempt = stats.attempts[digest]
+            stats.attempts[digest] += 1
+            if self.fail_rate and _fails(digest, attempt, self.fail_rate):
+                stats.failures += 1
+                error = {"error": {"message": "rate limited (test server)", "type": "rate_limit"}}
+                headers = {"retry-after-ms": str(self.retry_after_ms)}
+                return 429, headers, json.dumps(error).encode(), json_type
+            if openai:
+                reply, tokens_in, tokens_out = _openai_reply(body, digest)
+            else:
+                reply, tokens_in, tokens_out = _anthropic_reply(body, digest)
+            stats.input_tokens += tokens_in
+            stats.output_tokens += tokens_out
+            if openai and body.get("stream"):
+                return 200, {}, _openai_stream(reply), "text/event-stream"
+            return 200, {}, json.dumps(reply).encode(), json_type
+        finally:
+            stats.in_flight -= 1
+
+
+def _fails(digest: str, attempt: int, rate: float) -> bool:
+    draw = hashlib.sha256(f"{digest}:{attempt}".encode()).digest()
+    return int.from_bytes(draw[:4], "big") / 2**32 < rate
+
+
+async def _main(args: argparse.Namespace) -> None:
+    server = _Server(args)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=4096)
+    port = listener.sockets[0].getsockname()[1]
+    print(f"READY {port}", flush=True)
+    async with listener:
+        await listener.serve_forever()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.wire_server", description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--jitter", type=float, default=0.0, help="+/- seconds, uniform")
+    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of attempts: 429")
+    parser.add_argument("--retry-after-ms", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the jitter")
+    return parser
+
+
+@contextlib.contextmanager
+def serve(
+    *,
+    latency: float = 0.0,
+    jitter: float = 0.0,
+    fail_rate: float = 0.0,
+    retry_after_ms: int = 20,
+    seed: int = 0,
+) -> Iterator[str]:
+    """Start a server in a child process; yield its base URL (``http://127.0.0.1:N/v1``)."""
+    command = [
+        sys.executable,
+        "-m",
+        "bench.wire_server",
+        f"--latency={latency}",
+        f"--jitter={jitter}",
+        f"--fail-rate={fail_rate}",
+        f"--retry-after-ms={retry_after_ms}",
+        f"--seed={seed}",
+    ]
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=_ROOT, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the wire server did not start (it printed {line!r})")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def stats(base_url: str) -> dict[str, int]:
+    """The server's counters (``GET /stats``)."""
+    import httpx
+
+    return httpx.get(f"{base_url}/stats", timeout=10).json()  # type: ignore[no-any-return]
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_main(_parser().parse_args()))
