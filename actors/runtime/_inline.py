@@ -17,7 +17,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from actors.context._agent_context import AgentContext
-from actors.context._events import Clock
+from actors.context._event_log import consumers_changed
+from actors.context._events import Clock, Event
 from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent
@@ -56,6 +57,7 @@ from actors.runtime._host import (
 )
 from actors.runtime._node import AgentNode, answered, new_child, new_loop
 from actors.runtime._persist import persist
+from actors.runtime._tombstone import TreeNode
 
 __all__ = ["InlineHost"]
 
@@ -182,6 +184,45 @@ class InlineHost:
 
     # -- effects --------------------------------------------------------------------------------
 
+    where = "on this host"
+    """How errors name this host (the simulator says "in this simulation")."""
+
+    def live(self, agent_id: str) -> AgentCell:
+        """The cell of a live agent; `AgentStoppedError` if there is none."""
+        cell = self.cells.get(agent_id)
+        if cell is None or cell.node.status == "stopped":
+            raise AgentStoppedError(f"agent {agent_id!r} is not running {self.where}")
+        return cell
+
+    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback`` with each event the agent appends."""
+        listeners = self.live(agent_id).node.listeners
+        listeners.append(callback)
+        consumers_changed()
+
+        def unsubscribe() -> None:
+            if callback in listeners:
+                listeners.remove(callback)
+                consumers_changed()
+
+        return unsubscribe
+
+    def tree_of(self, agent_id: str, tree: Any = None) -> TreeNode:
+        """The hierarchy under ``agent_id``."""
+        cell = self.cells.get(agent_id)
+        if cell is None:
+            raise AgentStoppedError(f"agent {agent_id!r} is not {self.where}")
+        node = cell.node
+        return TreeNode(
+            node.agent_id,
+            node.name,
+            node.parent_id,
+            node.status,
+            node.step,
+            node.tool,
+            tuple(self.tree_of(child) for child in node.children if child in self.cells),
+        )
+
     def persist(self, node: AgentNode) -> None:
         """Write the agent's buffered events, if its tree has a store."""
         persist(node)
@@ -236,7 +277,7 @@ class InlineHost:
 
     def tool_outcome(self, cell: AgentCell, effect: CallTool) -> ToolFinished:
         """Run a tool on this thread (an async one to its end) and return its outcome."""
-        delegator = self._delegator(cell)
+        delegator = self._delegator(cell, effect.ctx.metadata)
         ctx = with_delegator(effect.ctx, delegator)
         try:
             value = effect.tool.invoke(ctx, effect.arguments)
@@ -333,7 +374,11 @@ class InlineHost:
         Nothing here: no time passes on an inline host. The simulator arms it on its clock.
         """
 
-    def _delegator(self, cell: AgentCell) -> Callable[..., concurrent.futures.Future[Any]]:
+    def _delegator(
+        self, cell: AgentCell, metadata: Mapping[str, Any]
+    ) -> Callable[..., concurrent.futures.Future[Any]]:
+        # The child starts with the calling tool's snapshot (taken when the tool was called,
+        # with the updates of earlier sequential calls), never the agent's live metadata.
         def delegate(
             agent: Agent[Any], task: str, /, *, timeout: float
         ) -> concurrent.futures.Future[Any]:
@@ -345,7 +390,7 @@ class InlineHost:
                 except Exception as exc:
                     settle(future, error=exc)
                     return future
-            self.start_delegation(cell, Delegate(agent, task, future, cell.loop.ctx.metadata, 0))
+            self.start_delegation(cell, Delegate(agent, task, future, metadata, 0))
             self.pump(until=future.done)
             if not future.done():
                 settle(future, error=AgentStoppedError("the delegated child never answered"))

@@ -8,11 +8,11 @@ check the loop itself, and to check that the actor produces the same log.
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.context._agent_context import AgentContext
-from actors.context._events import Clock, system_clock
+from actors.context._events import Clock, Event, system_clock
 from actors.context._messages import UserMessage
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
@@ -27,6 +27,7 @@ from actors.runtime._effects import ApprovalHandler
 from actors.runtime._host import HostReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._node import new_root
+from actors.runtime._tombstone import TreeNode
 
 __all__ = ["SyncDriver"]
 
@@ -124,6 +125,14 @@ class SyncDriver:
         """The subagents started so far, by id (each a driver of its own)."""
         node = self._host.cells[self._id].node
         return {child: SyncDriver._view(self._host, child) for child in node.children}
+
+    def tree(self) -> TreeNode:
+        """The hierarchy under this agent, with each agent's status (see `AgentRef.tree`)."""
+        return self._host.tree_of(self._id)
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback`` with each event this agent appends; returns the unsubscriber."""
+        return self._host.subscribe(self._id, callback)
 
     def run(self, prompt: str) -> RunResult[Any]:
         """Run on ``prompt`` to completion (or suspension); raise the run's error if it fails."""

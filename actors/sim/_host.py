@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from gc import get_count as gc_count
 from typing import Any
 
-from actors.context._event_log import consumers_changed
 from actors.context._events import Event
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
@@ -38,7 +37,6 @@ from actors.runtime._cell import AgentCell
 from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._node import AgentNode
-from actors.runtime._tombstone import TreeNode
 from actors.sim import _collector
 from actors.sim._collector import quiet_collector
 
@@ -328,12 +326,7 @@ class SimHost(InlineHost):
 
     # -- what refs ask ----------------------------------------------------------------------------
 
-    def live(self, agent_id: str) -> AgentCell:
-        """The cell of a live agent; `AgentStoppedError` if there is none."""
-        cell = self.cells.get(agent_id)
-        if cell is None or cell.node.status == "stopped":
-            raise AgentStoppedError(f"agent {agent_id!r} is not running in this simulation")
-        return cell
+    where = "in this simulation"
 
     def send(self, agent_id: str, message: Any, incarnation: str | None = None) -> None:
         """Queue a message for a live agent (a ref's run, resume, steer or cancel)."""
@@ -355,35 +348,6 @@ class SimHost(InlineHost):
         """The agent's status (``stopped`` for an id this simulation does not hold)."""
         cell = self.cells.get(agent_id)
         return cell.node.status if cell is not None else "stopped"
-
-    def subscribe(self, agent_id: str, callback: Callable[[Event], None]) -> Callable[[], None]:
-        """Call ``callback`` with each event the agent appends."""
-        listeners = self.live(agent_id).node.listeners
-        listeners.append(callback)
-        consumers_changed()
-
-        def unsubscribe() -> None:
-            if callback in listeners:
-                listeners.remove(callback)
-                consumers_changed()
-
-        return unsubscribe
-
-    def tree_of(self, agent_id: str, tree: Any = None) -> TreeNode:
-        """The hierarchy under ``agent_id``."""
-        cell = self.cells.get(agent_id)
-        if cell is None:
-            raise AgentStoppedError(f"agent {agent_id!r} is not in this simulation")
-        node = cell.node
-        return TreeNode(
-            node.agent_id,
-            node.name,
-            node.parent_id,
-            node.status,
-            node.step,
-            node.tool,
-            tuple(self.tree_of(child) for child in node.children if child in self.cells),
-        )
 
     def stop_agent(self, agent_id: str) -> None:
         """Stop an agent and its descendants (a run in progress fails)."""

@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "models": 2,
     "store": 2,
     "loop": 3,
+    "host": 4,  # what hosts share (for now its conformance suite), under the hosts
     "runtime": 4,
     "ray": 5,
     "sim": 4,  # a host, like the runtime it builds on

@@ -1,0 +1,337 @@
+"""The conformance suite of hosts: the behaviours every host of agent loops must share.
+
+Subclass `HostConformance` in a test module, say how to open a host, and pytest runs every
+test of the suite against it::
+
+    from contextlib import contextmanager
+    from actors import Runtime
+    from actors.host.conformance import HostConformance
+
+    class TestRuntime(HostConformance):
+        @contextmanager
+        def open_host(self, tmp_path):
+            with Runtime() as runtime:
+                yield runtime
+
+A host is anything with ``spawn(agent, *, tool_context=..., metadata=...)`` returning a handle
+with the `AgentRef` API (``run``, ``resume``, ``cancel``, ``tree``, ``subscribe``): `Runtime`,
+`Simulation` and `RayRuntime` are used as they are; a host without that face (`SyncDriver`)
+is wrapped by its test module. Hosts that cannot do something the suite checks say so with a
+class attribute (`peers_between_roots`), and hosts that hand control back before a woken
+agent has finished say how to wait for it (`settle`).
+
+The suite needs pytest (it is not imported by `actors.host` itself). Its tools, models and
+agents live at module level so that a host in another process (Ray) can import them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from actors.context._run_context import RunContext
+from actors.context._suspension import Answer, Pending, Request
+from actors.context._update import ContextUpdate
+from actors.loop._agent import Agent
+from actors.loop._tools import tool
+from actors.models._model import ToolDefinition
+from actors.models._test_models import FunctionModel, ScriptedModel, call
+
+__all__ = ["Deps", "HostConformance"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Deps:
+    """The static channel the suite's roots get (compared by value: Ray copies it)."""
+
+    token: str
+
+
+SECRET = "conformance-secret-3f9a"
+DEPS = Deps(SECRET)
+
+
+def _plain(value: Any) -> Any:
+    """The plain JSON a read-only metadata view stands for."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@tool
+def remember(ctx: RunContext[Any], key: str, value: str) -> tuple[str, ContextUpdate]:
+    """Keep a value in this agent's metadata.
+
+    Args:
+        ctx: The run context.
+        key: Where.
+        value: What.
+    """
+    return "kept", ContextUpdate().set(key, value)
+
+
+@tool
+def report(ctx: RunContext[Any]) -> str:
+    """Say what this agent sees: its metadata and whether its tool_context is the root's."""
+    seen = {"metadata": _plain(ctx.metadata), "deps": ctx.tool_context == DEPS}
+    return json.dumps(seen, sort_keys=True)
+
+
+def _report_then_echo(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> Any:
+    """Call `report`, then answer with what it returned (a child that tells what it saw)."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return last.content
+    return ToolCall(id=f"report-{len(messages)}", name="report", arguments={})
+
+
+ECHO = Agent(
+    "echo",
+    model=FunctionModel(_report_then_echo, name="echo"),
+    tools=[report],
+    description="Reports what it sees.",
+)
+"""A child that answers with its metadata snapshot and whether it got the root's tool_context."""
+
+
+def _task_echo(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> Any:
+    """Answer with the task (the last user message)."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return f"did {message.content}"
+    return "did nothing"
+
+
+WORKER = Agent("worker", model=FunctionModel(_task_echo, name="worker"), description="Works.")
+
+
+@tool(sequential=True)
+def bump_and_delegate(ctx: RunContext[Any]) -> tuple[str, ContextUpdate]:
+    """Ask the echo child what it sees, then count one more in ``n``."""
+    seen = ctx.delegate(ECHO, "what do you see?", timeout=60)
+    return str(seen), ContextUpdate().set("n", int(ctx.metadata.get("n", 0)) + 1)
+
+
+@tool
+def ask_human(ctx: RunContext[Any], question: str) -> Any:
+    """Ask the host, and wait for its answer.
+
+    Args:
+        ctx: The run context (its ``answer`` is set when resumed).
+        question: What to ask.
+    """
+    if ctx.answer is None:
+        return Pending(Request(prompt=question))
+    return f"the human said {ctx.answer.data}"
+
+
+@tool
+def tell(ctx: RunContext[Any], to: str, text: str) -> tuple[str, ContextUpdate]:
+    """Send a peer message.
+
+    Args:
+        ctx: The run context.
+        to: The receiver's id.
+        text: What to say.
+    """
+    return "sent", ContextUpdate().send(to, text)
+
+
+def _results(messages: Sequence[Message]) -> list[ToolResultMessage]:
+    return [m for m in messages if isinstance(m, ToolResultMessage)]
+
+
+def _events_text(events: Sequence[Any]) -> str:
+    return json.dumps([(e.type, e.data) for e in events], default=str)
+
+
+class HostConformance:
+    """Tests every host must pass. Subclass it and implement `open_host`.
+
+    The test class's name must start with ``Test`` for pytest to collect it.
+    """
+
+    peers_between_roots: bool = True
+    """Whether two roots spawned on one host can message each other."""
+
+    def open_host(self, tmp_path: Path) -> AbstractContextManager[Any]:
+        """A context manager yielding a fresh host (closed at its exit)."""
+        raise NotImplementedError
+
+    def settle(self, host: Any, done: threading.Event) -> None:
+        """Let the host work until ``done`` is set (by an agent's event, say).
+
+        The default waits (bounded) for hosts that run agents on threads of their own; a host
+        that runs only when driven (a `Simulation`) drives itself here instead.
+        """
+        assert done.wait(30), "the host never got there"
+
+    @pytest.fixture
+    def host(self, tmp_path: Path) -> Iterator[Any]:
+        """A fresh host for one test."""
+        with self.open_host(tmp_path) as opened:
+            yield opened
+
+    # -- the two channels -----------------------------------------------------------------
+
+    def test_a_subagent_gets_the_roots_tool_context_and_a_snapshot_of_metadata(
+        self, host: Any
+    ) -> None:
+        """The child sees the tool_context unchanged and the metadata of its call, not later."""
+        root = Agent(
+            "root",
+            model=ScriptedModel(
+                [
+                    call("remember", key="topic", value="tea"),
+                    [call("echo", task="look"), call("remember", key="later", value="x")],
+                    "root done",
+                ]
+            ),
+            tools=[remember],
+            subagents=[ECHO],
+        )
+        ref = host.spawn(root, tool_context=DEPS, metadata={"user": {"name": "ada"}})
+        result = ref.run("go")
+        assert result.status == "completed"
+        child_said = json.loads(_results(result.messages)[1].content)
+        # The snapshot was taken when the parent's tool was called: the earlier step's update
+        # is in it, the sibling call's update of the same step is not.
+        assert child_said == {
+            "deps": True,
+            "metadata": {"topic": "tea", "user": {"name": "ada"}},
+        }
+        assert _plain(result.metadata) == {"later": "x", "topic": "tea", "user": {"name": "ada"}}
+        assert SECRET not in _events_text(result.events)
+
+    def test_a_childs_changes_never_reach_the_parents_metadata(self, host: Any) -> None:
+        """Nothing merges back from a child except through its result."""
+        keeper = Agent(
+            "keeper",
+            model=ScriptedModel([call("remember", key="mine", value="child"), "kept it"]),
+            tools=[remember],
+            description="Keeps a value.",
+        )
+        root = Agent(
+            "root",
+            model=ScriptedModel([call("keeper", task="keep"), "root done"]),
+            subagents=[keeper],
+        )
+        result = host.spawn(root, tool_context=DEPS, metadata={"shared": 1}).run("go")
+        assert _plain(result.metadata) == {"shared": 1}
+        assert [m.content for m in _results(result.messages)] == ["kept it"]
+
+    def test_a_delegated_child_gets_the_snapshot_of_the_calling_tool(self, host: Any) -> None:
+        """``ctx.delegate`` hands the child the tool's own snapshot, never the live metadata.
+
+        A sequential tool's second call sees the first call's update in its snapshot while the
+        agent's live metadata does not have it yet (updates are applied after the step).
+        """
+        root = Agent(
+            "root",
+            model=ScriptedModel(
+                [[call("bump_and_delegate"), call("bump_and_delegate")], "root done"]
+            ),
+            tools=[bump_and_delegate],
+        )
+        result = host.spawn(root, tool_context=DEPS).run("go")
+        assert result.status == "completed"
+        seen = [json.loads(m.content)["metadata"] for m in _results(result.messages)]
+        assert seen == [{}, {"n": 1}]
+        assert _plain(result.metadata) == {"n": 2}
+
+    # -- fan-out --------------------------------------------------------------------------
+
+    def test_parallel_subagent_results_come_back_in_call_order(self, host: Any) -> None:
+        """A fan-out's results are the tool results of its calls, in the order of the calls."""
+        tasks = ["alpha", "beta", "gamma", "delta"]
+        root = Agent(
+            "root",
+            model=ScriptedModel([[call("worker", task=t) for t in tasks], "root done"]),
+            subagents=[WORKER],
+        )
+        result = host.spawn(root, tool_context=DEPS).run("go")
+        assert [m.content for m in _results(result.messages)] == [f"did {t}" for t in tasks]
+        spawned = [e.data["child_id"] for e in result.events if e.type == "subagent_spawned"]
+        assert spawned == [f"root-sub-{n}" for n in range(1, len(tasks) + 1)]
+
+    # -- suspension and cancel ------------------------------------------------------------
+
+    @staticmethod
+    def _three_levels() -> Agent[Any]:
+        leaf = Agent(
+            "leaf",
+            model=ScriptedModel([call("ask_human", question="budget?"), "leaf: noted"]),
+            tools=[ask_human],
+            description="Asks.",
+        )
+        mid = Agent(
+            "mid",
+            model=ScriptedModel([call("leaf", task="get budget"), "mid done"]),
+            subagents=[leaf],
+            description="Delegates.",
+        )
+        return Agent(
+            "root", model=ScriptedModel([call("mid", task="plan"), "root done"]), subagents=[mid]
+        )
+
+    def test_a_request_at_depth_surfaces_at_the_root_and_is_answered_there(self, host: Any) -> None:
+        """A grandchild's request reaches the host with its path; the answer resumes the tree."""
+        ref = host.spawn(self._three_levels(), tool_context=DEPS)
+        suspended = ref.run("go")
+        assert suspended.status == "suspended"
+        (request,) = suspended.requests
+        assert request.path == ("root", "root-sub-1", "root-sub-1-sub-1")
+        assert request.prompt == "budget?"
+        statuses = {node.agent_id: node.status for node in ref.tree().walk()}
+        assert statuses == dict.fromkeys(request.path, "suspended")
+
+        result = ref.resume({request.id: Answer(data=5000)})
+        assert result.status == "completed"
+        assert result.output == "root done"
+        assert [m.content for m in _results(result.messages)] == ["mid done"]
+
+    def test_cancel_reaches_every_descendant(self, host: Any) -> None:
+        """Cancelling a root whose tree waits deep down cancels the tree, and the root says so."""
+        ref = host.spawn(self._three_levels(), tool_context=DEPS)
+        suspended = ref.run("go")
+        assert suspended.status == "suspended"
+        cancelled = threading.Event()
+        ref.subscribe(lambda event: cancelled.set() if event.type == "cancelled" else None)
+        ref.cancel("no longer needed")
+        self.settle(host, cancelled)
+        kinds = [e.type for e in ref.context().events]
+        assert "cancelled" in kinds[-3:], kinds[-6:]
+        remaining = {n.agent_id: n.status for n in ref.tree().walk() if n.agent_id != ref.agent_id}
+        assert all(status in ("cancelled", "stopped") for status in remaining.values()), remaining
+
+    # -- peers ------------------------------------------------------------------------------
+
+    def test_a_peer_message_wakes_an_idle_receiver(self, host: Any) -> None:
+        """A message sent by one root's tool starts a turn of an idle root, which answers."""
+        if not self.peers_between_roots:
+            pytest.skip("this host runs one tree only")
+        bob = host.spawn(Agent("bob", model=ScriptedModel(["got it"])), tool_context=DEPS)
+        ended = threading.Event()
+        bob.subscribe(lambda event: ended.set() if event.type == "turn_end" else None)
+        sender = Agent(
+            "sender",
+            model=ScriptedModel([call("tell", to=bob.agent_id, text="hi bob"), "sent it"]),
+            tools=[tell],
+        )
+        result = host.spawn(sender, tool_context=DEPS).run("go")
+        assert result.output == "sent it"
+        self.settle(host, ended)
+        received = [e.data for e in bob.context().events if e.type == "message_received"]
+        assert [(r["from"], r["content"]) for r in received] == [("sender", "hi bob")]
+        assert isinstance(bob.context().messages[-1], AssistantMessage)
+        assert bob.context().messages[-1].content == "got it"
