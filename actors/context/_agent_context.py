@@ -1,3 +1,9 @@
+"""`AgentContext`: the state one agent owns.
+
+Its event log is the truth; the transcript (``messages``), metadata, usage and counters are
+folded from it as events are appended.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence

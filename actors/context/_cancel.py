@@ -1,3 +1,5 @@
+"""`CancellationToken`: how a run's cancel reaches its tools, checked or waited on."""
+
 from __future__ import annotations
 
 import threading

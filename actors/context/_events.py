@@ -1,3 +1,5 @@
+"""`Event`, one entry of an agent's log, with its known types, and the clock that stamps events."""
+
 from __future__ import annotations
 
 import re

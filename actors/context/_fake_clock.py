@@ -1,3 +1,5 @@
+"""`FakeClock`: timestamps that move only when a test says so."""
+
 from __future__ import annotations
 
 import threading

@@ -1,3 +1,9 @@
+"""The messages of a transcript.
+
+System, user, assistant (with tool calls) and tool result: frozen pydantic models, one
+discriminated union.
+"""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal

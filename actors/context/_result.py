@@ -1,3 +1,8 @@
+"""`RunResult`: what a run gives its caller.
+
+Status, output, messages, events, metadata, usage, and the requests a suspended run waits on.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -1,3 +1,10 @@
+"""`RunContext`: what a tool receives.
+
+Read-only views of its agent's state (``tool_context``, a metadata snapshot, usage, retry,
+cancellation, deadline, the answer of a resumed request) and ``delegate`` to run a child.
+Built by the loop; a tool never gets the live context.
+"""
+
 from __future__ import annotations
 
 import asyncio

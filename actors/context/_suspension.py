@@ -1,3 +1,9 @@
+"""Suspension: `Pending`, `Request` and `Answer`.
+
+A tool returns `Pending` with a `Request` for the host; the host's `Answer` resumes the run and
+the tool is called again with it.
+"""
+
 from __future__ import annotations
 
 from typing import Any

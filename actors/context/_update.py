@@ -1,3 +1,10 @@
+"""`ContextUpdate`: how a tool changes its agent's state.
+
+An immutable list of operations (``set``, ``merge``, ``append``, ``increment``, ``delete``,
+``log_event``, ``send``), checked when built; the owning actor applies them through one
+reducer.
+"""
+
 from __future__ import annotations
 
 import math

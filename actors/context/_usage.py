@@ -1,3 +1,5 @@
+"""`Usage`: requests, input and output tokens and tool calls, summed over a run or a tree."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt

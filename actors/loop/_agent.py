@@ -1,3 +1,9 @@
+"""`Agent`, the immutable spec of an agent, and the smaller specs it holds.
+
+An agent names its model, instructions, tools, subagents (`Subagent`: a child the model may
+call) and limits (`UsageLimits`), with its validators and history processors.
+"""
+
 from __future__ import annotations
 
 import dataclasses

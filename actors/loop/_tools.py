@@ -1,3 +1,9 @@
+"""Tools the model may call.
+
+`Tool` wraps a function with the JSON schema of its arguments, validates a call and invokes it
+with a `RunContext`; `@tool` makes one; `ToolResult` carries content with updates.
+"""
+
 from __future__ import annotations
 
 import inspect

@@ -1,3 +1,5 @@
+"""`run_sync`: one agent, one prompt, one result, with a `Runtime` opened and closed around it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
