@@ -16,9 +16,11 @@ test of the suite against it::
 A host is anything with ``spawn(agent, *, tool_context=..., metadata=...)`` returning a handle
 with the `AgentRef` API (``run``, ``resume``, ``cancel``, ``tree``, ``subscribe``): `Runtime`,
 `Simulation` and `RayRuntime` are used as they are; a host without that face (`SyncDriver`)
-is wrapped by its test module. Hosts that cannot do something the suite checks say so with a
-class attribute (`peers_between_roots`), and hosts that hand control back before a woken
-agent has finished say how to wait for it (`settle`).
+is wrapped by its test module. What not every host can do comes in mixins that a host adds
+when it can: `PeerConformance` (peer messages between any two roots),
+`PersistenceConformance` (a store; restore in another host, ``make_store``) and
+`PassivationConformance` (idle sessions sleep in the store). Hosts that hand control back
+before a woken agent has finished say how to wait for it (`settle`).
 
 The suite needs pytest (it is not imported by `actors.host` itself). Its tools, models and
 agents live at module level so that a host in another process (Ray) can import them.
@@ -45,7 +47,13 @@ from actors.loop._tools import tool
 from actors.models._model import ToolDefinition
 from actors.models._test_models import FunctionModel, ScriptedModel, call
 
-__all__ = ["Deps", "HostConformance"]
+__all__ = [
+    "Deps",
+    "HostConformance",
+    "PassivationConformance",
+    "PeerConformance",
+    "PersistenceConformance",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,9 +169,6 @@ class HostConformance:
     The test class's name must start with ``Test`` for pytest to collect it.
     """
 
-    peers_between_roots: bool = True
-    """Whether two roots spawned on one host can message each other."""
-
     def open_host(self, tmp_path: Path) -> AbstractContextManager[Any]:
         """A context manager yielding a fresh host (closed at its exit)."""
         raise NotImplementedError
@@ -177,7 +182,11 @@ class HostConformance:
         assert done.wait(30), "the host never got there"
 
     @pytest.fixture
-    def host(self, tmp_path: Path) -> Iterator[Any]:
+    def host_ready(self) -> None:
+        """What the host needs before one opens (a cluster, say): override it with fixtures."""
+
+    @pytest.fixture
+    def host(self, tmp_path: Path, host_ready: None) -> Iterator[Any]:
         """A fresh host for one test."""
         with self.open_host(tmp_path) as opened:
             yield opened
@@ -270,18 +279,22 @@ class HostConformance:
     def _three_levels() -> Agent[Any]:
         leaf = Agent(
             "leaf",
-            model=ScriptedModel([call("ask_human", question="budget?"), "leaf: noted"]),
+            model=ScriptedModel(
+                [call("ask_human", question="budget?"), "leaf: noted"], per_agent=True
+            ),
             tools=[ask_human],
             description="Asks.",
         )
         mid = Agent(
             "mid",
-            model=ScriptedModel([call("leaf", task="get budget"), "mid done"]),
+            model=ScriptedModel([call("leaf", task="get budget"), "mid done"], per_agent=True),
             subagents=[leaf],
             description="Delegates.",
         )
         return Agent(
-            "root", model=ScriptedModel([call("mid", task="plan"), "root done"]), subagents=[mid]
+            "root",
+            model=ScriptedModel([call("mid", task="plan"), "root done"], per_agent=True),
+            subagents=[mid],
         )
 
     def test_a_request_at_depth_surfaces_at_the_root_and_is_answered_there(self, host: Any) -> None:
@@ -314,12 +327,14 @@ class HostConformance:
         remaining = {n.agent_id: n.status for n in ref.tree().walk() if n.agent_id != ref.agent_id}
         assert all(status in ("cancelled", "stopped") for status in remaining.values()), remaining
 
+
+class PeerConformance(HostConformance):
+    """Peer messages between any two roots of a host (add it to a host that carries them)."""
+
     # -- peers ------------------------------------------------------------------------------
 
     def test_a_peer_message_wakes_an_idle_receiver(self, host: Any) -> None:
         """A message sent by one root's tool starts a turn of an idle root, which answers."""
-        if not self.peers_between_roots:
-            pytest.skip("this host runs one tree only")
         bob = host.spawn(Agent("bob", model=ScriptedModel(["got it"])), tool_context=DEPS)
         ended = threading.Event()
         bob.subscribe(lambda event: ended.set() if event.type == "turn_end" else None)
@@ -335,3 +350,55 @@ class HostConformance:
         assert [(r["from"], r["content"]) for r in received] == [("sender", "hi bob")]
         assert isinstance(bob.context().messages[-1], AssistantMessage)
         assert bob.context().messages[-1].content == "got it"
+
+
+class PersistenceConformance(HostConformance):
+    """Sessions in a store, restored by another host (add it to a host that keeps a store)."""
+
+    def make_store(self, tmp_path: Path) -> Any:
+        """A store the host persists sessions in (shared by the hosts of one test)."""
+        raise NotImplementedError
+
+    def test_a_suspended_tree_is_restored_by_another_host_and_answered(
+        self, tmp_path: Path, host_ready: None
+    ) -> None:
+        """A session left suspended at depth comes back in a new host, where its answer lands."""
+        store = self.make_store(tmp_path)
+        with self.open_host(tmp_path) as first:
+            ref = first.open_session(
+                self._three_levels(), session_id="s1", store=store, tool_context=DEPS
+            )
+            (request,) = ref.run("go").requests
+        with self.open_host(tmp_path) as second:
+            restored = second.restore(
+                "s1", store=store, agents=[self._three_levels()], tool_context=DEPS
+            )
+            result = restored.resume({request.id: Answer(data=5000)})
+            assert (result.status, result.output) == ("completed", "root done")
+            assert [m.content for m in _results(result.messages)] == ["mid done"]
+
+
+class PassivationConformance(PersistenceConformance):
+    """Idle sessions put to sleep in the store (add it to a host that passivates)."""
+
+    def test_a_passivated_session_wakes_on_its_next_run_with_its_state(
+        self, tmp_path: Path, host_ready: None
+    ) -> None:
+        """Put to sleep in the store, a session wakes on a run with its transcript and metadata."""
+        store = self.make_store(tmp_path)
+        spec = Agent(
+            "keeper",
+            model=ScriptedModel(
+                [call("remember", key="topic", value="tea"), "kept", "still here"], per_agent=True
+            ),
+            tools=[remember],
+        )
+        with self.open_host(tmp_path) as host:
+            ref = host.open_session(spec, session_id="s2", store=store, tool_context=DEPS)
+            assert ref.run("keep it").output == "kept"
+            assert ref.passivate() is True
+            again = ref.run("still there?")
+            assert again.output == "still here"
+            assert _plain(again.metadata) == {"topic": "tea"}
+            prompts = [m.content for m in again.messages if m.role == "user"]
+            assert prompts == ["keep it", "still there?"]

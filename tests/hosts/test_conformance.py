@@ -9,25 +9,29 @@ from pathlib import Path
 from typing import Any
 
 from actors import Agent, Runtime
-from actors.host.conformance import HostConformance
+from actors.host.conformance import HostConformance, PassivationConformance, PeerConformance
 from actors.sim import Simulation
+from actors.store import SQLiteStore
 from actors.testing import SyncDriver
 
 
-class TestRuntime(HostConformance):
+class TestRuntime(PeerConformance, PassivationConformance):
+    def make_store(self, tmp_path: Path) -> SQLiteStore:
+        return SQLiteStore(tmp_path / "sessions.db")
+
     @contextmanager
     def open_host(self, tmp_path: Path) -> Iterator[Runtime]:
         with Runtime() as runtime:
             yield runtime
 
 
-class TestSimulation(HostConformance):
+class TestSimulation(PeerConformance):
     @contextmanager
     def open_host(self, tmp_path: Path) -> Iterator[Simulation]:
         yield Simulation(seed=1)
 
     def settle(self, host: Any, done: threading.Event) -> None:
-        host.run()
+        host.run()  # until nothing is left to happen
         assert done.is_set()
 
 
@@ -36,7 +40,6 @@ class _DriverHandle:
 
     def __init__(self, driver: SyncDriver) -> None:
         self._driver = driver
-        self.agent_id = driver._id
 
     def run(self, prompt: str) -> Any:
         return self._driver.run(prompt)
@@ -56,8 +59,14 @@ class _DriverHandle:
     def subscribe(self, callback: Any) -> Any:
         return self._driver.subscribe(callback)
 
+    @property
+    def agent_id(self) -> str:
+        return self.tree().agent_id
 
-class _DriverHost:
+
+class _Drivers:
+    """Spawning a root makes a driver of its own (a driver runs one tree)."""
+
     def __init__(self) -> None:
         self.drivers: list[SyncDriver] = []
 
@@ -70,11 +79,9 @@ class _DriverHost:
 
 
 class TestSyncDriver(HostConformance):
-    peers_between_roots = False  # a driver runs one tree
-
     @contextmanager
-    def open_host(self, tmp_path: Path) -> Iterator[_DriverHost]:
-        host = _DriverHost()
+    def open_host(self, tmp_path: Path) -> Iterator[_Drivers]:
+        host = _Drivers()
         try:
             yield host
         finally:
