@@ -6,7 +6,7 @@ The parent's scripted model calls its ``worker`` subagent 1,000 times in one rep
 is its own actor whose `ScriptedModel` waits 200 ms (a cancellable wait on the effects' event
 loop, no thread blocked) and answers. Printed: the wall time of the parent's run, the overlap
 (1,000 x 0.2 s / wall: how many model waits were in flight on average), and the spawn time per
-child (time inside `LocalHost._spawn_child`, in the parent's turn). Target (issue 13): <= 1.2 s.
+child (time inside `LocalHost.spawn_child`, in the parent's turn). Target (issue 13): <= 1.2 s.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def fan_out(children: int, latency: float) -> dict[str, Any]:
     with Runtime(limits=limits) as runtime:
         spawn_times: list[float] = []
         last_spawn = [0.0]
-        original = runtime._host._spawn_child
+        original = runtime._host.spawn_child
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
@@ -56,7 +56,7 @@ def fan_out(children: int, latency: float) -> dict[str, Any]:
             last_spawn[0] = ended
             return node
 
-        runtime._host._spawn_child = timed  # type: ignore[method-assign]
+        runtime._host.spawn_child = timed  # type: ignore[method-assign]
         ref = runtime.spawn(parent)
         began = time.perf_counter()
         future = ref.run_async("fan out")

@@ -20,8 +20,8 @@ from actors.context._agent_context import AgentContext
 from actors.context._event_log import consumers_changed
 from actors.context._events import Clock, Event
 from actors.context._run_context import with_delegator
-from actors.exceptions import AgentStoppedError, UserError
-from actors.loop._agent import Agent
+from actors.exceptions import AgentStoppedError
+from actors.loop._agent import Agent, Subagent
 from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
@@ -32,20 +32,15 @@ from actors.loop._types import (
     CallModel,
     CallTool,
     CancelRun,
-    ChildFinished,
-    Finish,
     ModelReplied,
     PeerMessage,
-    ResumeChild,
-    ResumeRun,
-    RunChild,
     SendMessage,
-    StartRun,
     ToolFinished,
 )
 from actors.models._model import Model
 from actors.runtime._agenda import Agenda
 from actors.runtime._cell import AgentCell
+from actors.runtime._children import Orchestration
 from actors.runtime._effects import ApprovalHandler, decide_approval
 from actors.runtime._host import (
     Delegate,
@@ -55,14 +50,14 @@ from actors.runtime._host import (
     inline_reply,
     settle,
 )
-from actors.runtime._node import AgentNode, answered, new_child, new_loop
+from actors.runtime._node import AgentNode, Tree, new_child, new_loop
 from actors.runtime._persist import persist
 from actors.runtime._tombstone import TreeNode
 
 __all__ = ["InlineHost"]
 
 
-class InlineHost:
+class InlineHost(Orchestration):
     """Runs a tree of agents on the calling thread (the `Host` seam, with no threads).
 
     Args:
@@ -117,14 +112,15 @@ class InlineHost:
         )
 
     def add(self, node: AgentNode, context: AgentContext) -> AgentCell:
-        """Host a fresh agent."""
+        """Host a fresh agent; it counts toward its tree's size (a child's slot is claimed)."""
+        if not node.counted:
+            node.tree.live += 1
+            node.counted = True
         loop = self.new_loop(node, context)
         agent_id = node.agent_id
         cell = AgentCell(self, node, loop, lambda message: self.tell(agent_id, message))
         node.status = loop.status
         self.cells[agent_id] = cell
-        node.tree.live += 1
-        node.counted = True
         persist(node)
         return cell
 
@@ -277,7 +273,7 @@ class InlineHost:
 
     def tool_outcome(self, cell: AgentCell, effect: CallTool) -> ToolFinished:
         """Run a tool on this thread (an async one to its end) and return its outcome."""
-        delegator = self._delegator(cell, effect.ctx.metadata)
+        delegator = self.delegator(cell.node, effect.ctx.metadata)
         ctx = with_delegator(effect.ctx, delegator)
         try:
             value = effect.tool.invoke(ctx, effect.arguments)
@@ -321,97 +317,71 @@ class InlineHost:
 
     # -- children -----------------------------------------------------------------------------
 
-    def _child(
+    # -- children: the primitives of `Orchestration` ------------------------------------------
+
+    def claim_slot(self, tree: Tree) -> bool:
+        """Count a child toward its tree's size now, or refuse."""
+        if tree.live >= self.limits.max_agents:
+            return False
+        tree.live += 1
+        return True
+
+    def release_slot(self, tree: Tree) -> None:
+        """Give back a slot claimed for a child that was not started."""
+        tree.live -= 1
+
+    def spawn_child(
         self,
         parent: AgentNode,
         child_id: str,
         spec: Agent[Any],
         metadata: Mapping[str, Any],
         tool_context: Any,
-    ) -> AgentCell:
+        subagent: Subagent | None,
+    ) -> AgentNode:
+        """Host a child whose tree slot is claimed already."""
         node, context = new_child(parent, child_id, spec, metadata, tool_context, self.clock)
         parent.children.append(child_id)
-        return self.add(node, context)
+        node.counted = True  # its slot was claimed
+        self.add(node, context)
+        return node
 
-    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
-        """Start (or continue a kept) child; its end is queued for the parent."""
-        parent = cell.node
-        reply = ParentReply(parent.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        child = self.cells.get(effect.child_id)
-        if effect.spawn or child is None:
-            if parent.tree.live >= self.limits.max_agents:
-                error = UserError(f"max agents in one tree ({self.limits.max_agents}) reached")
-                cell.deliver(
-                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
-                )
-                return
-            child = self._child(
-                parent,
-                effect.child_id,
-                effect.subagent.agent,
-                effect.metadata,
-                effect.tool_context,
-            )
-            child.node.keep = effect.subagent.keep
-        self.tell(effect.child_id, StartRun(effect.task, "", reply))
-        self.arm_deadline(cell, effect.child_id, reply, effect.timeout)
+    def live_child(self, child_id: str) -> AgentNode | None:
+        """The record of a child of this host that has not stopped, or None."""
+        cell = self.cells.get(child_id)
+        return cell.node if cell is not None and cell.node.status != "stopped" else None
 
-    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
-        """Route answers to a suspended child."""
-        reply = ParentReply(cell.node.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        if effect.child_id not in self.cells:
-            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
-            cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
-            return
-        self.tell(effect.child_id, ResumeRun(effect.answers, reply))
-        self.arm_deadline(cell, effect.child_id, reply, None)
+    def post(self, agent_id: str, message: Any) -> None:
+        """Queue ``message`` for an agent of this host."""
+        self.tell(agent_id, message)
 
-    def arm_deadline(
-        self, cell: AgentCell, child_id: str, reply: ParentReply, timeout: float | None
+    def arm_deadline(self, child: AgentNode, reply: ParentReply | DelegateReply, t: float) -> None:
+        """Nothing: no time passes on an inline host (the simulator arms it on its clock)."""
+
+    def prepare_then(
+        self, agent: Agent[Any], start: Callable[[BaseException | None], None]
     ) -> None:
-        """A child's run has a deadline (None: the one of its first run, when resumed).
+        """Open the spec's toolsets here and now, then start."""
+        if self.toolsets is not None:
+            try:
+                self.toolsets.prepare(agent)
+            except Exception as exc:
+                start(exc)
+                return
+        start(None)
 
-        Nothing here: no time passes on an inline host. The simulator arms it on its clock.
-        """
+    def deliver_delegation(self, agent_id: str, message: Delegate) -> None:
+        """The tool runs inside its agent's turn: the child starts at once."""
+        self.start_delegation(self.cells[agent_id], message)
 
-    def _delegator(
-        self, cell: AgentCell, metadata: Mapping[str, Any]
-    ) -> Callable[..., concurrent.futures.Future[Any]]:
-        # The child starts with the calling tool's snapshot (taken when the tool was called,
-        # with the updates of earlier sequential calls), never the agent's live metadata.
-        def delegate(
-            agent: Agent[Any], task: str, /, *, timeout: float
-        ) -> concurrent.futures.Future[Any]:
-            # The child runs here, to its end, before the tool goes on.
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            if self.toolsets is not None:
-                try:
-                    self.toolsets.prepare(agent)
-                except Exception as exc:
-                    settle(future, error=exc)
-                    return future
-            self.start_delegation(cell, Delegate(agent, task, future, metadata, 0))
-            self.pump(until=future.done)
-            if not future.done():
-                settle(future, error=AgentStoppedError("the delegated child never answered"))
-            return future
+    def await_delegation(self, future: concurrent.futures.Future[Any]) -> None:
+        """The child runs here, to its end, before the tool goes on."""
+        self.pump(until=future.done)
+        if not future.done():
+            settle(future, error=AgentStoppedError("the delegated child never answered"))
 
-        return delegate
-
-    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
-        """Start a delegated child; its end settles the tool's future."""
-        parent = cell.node
-        child_id, refusal = cell.loop.begin_delegation(message.agent, message.task)
-        if child_id is None or refusal is not None:
-            settle(message.future, error=UserError(f"delegation refused: {refusal}"))
-            return
-        self._child(parent, child_id, message.agent, message.metadata, parent.tool_context)
-        reply = DelegateReply(parent.agent_id, child_id, message.future)
-        self.tell(child_id, StartRun(message.task, "", reply))
-
-    def child_done(self, node: AgentNode, effect: Finish) -> None:
-        """A child answered: it ends unless it is kept or waits on a request (kept here)."""
-        answered(node, effect)
+    def release_child(self, node: AgentNode) -> None:
+        """Nothing to free: an inline host keeps its agents for inspection."""
 
     def agent_stopped(self, node: AgentNode) -> None:
         """Nothing to free: an inline host keeps its agents for inspection."""

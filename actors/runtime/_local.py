@@ -34,18 +34,13 @@ from actors.loop._types import (
     CallModel,
     CallTool,
     CancelRun,
-    ChildFinished,
-    Finish,
     PeerMessage,
-    ResumeChild,
-    ResumeRun,
-    RunChild,
     SendMessage,
-    StartRun,
 )
 from actors.models._model import Model
 from actors.runtime._actor import AgentActor
 from actors.runtime._cell import AgentCell
+from actors.runtime._children import Orchestration
 from actors.runtime._effects import ApprovalHandler, EffectRunner
 from actors.runtime._host import (
     Ask,
@@ -55,10 +50,9 @@ from actors.runtime._host import (
     ParentReply,
     Peers,
     inline_reply,
-    settle,
 )
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode, Tree, answered, new_child, new_loop, new_root
+from actors.runtime._node import AgentNode, Tree, new_child, new_loop, new_root
 from actors.runtime._persist import persist
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
@@ -72,7 +66,7 @@ _log = get_logger("actors.runtime")
 ASK_TIMEOUT = 10.0
 
 
-class LocalHost:
+class LocalHost(Orchestration):
     """Runs agents in this process; `Runtime` is its public face.
 
     Args:
@@ -497,7 +491,7 @@ class LocalHost:
 
     def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
         """Start a tool on the effects loop or the tool pool."""
-        self.effects.call_tool(effect, cell.deliver, self._delegator(cell.node, effect))
+        self.effects.call_tool(effect, cell.deliver, self.delegator(cell.node, effect.ctx.metadata))
 
     def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
         """Ask the tree's approval handler on the tool pool."""
@@ -515,7 +509,9 @@ class LocalHost:
 
     # -- children -----------------------------------------------------------------------------
 
-    def _claim_slot(self, tree: Tree) -> bool:
+    # -- children: the primitives of `Orchestration` ----------------------------------------
+
+    def claim_slot(self, tree: Tree) -> bool:
         """Count a child toward its tree's size now, or refuse: one check, one lock."""
         with self.lock:
             if tree.live >= self.limits.max_agents:
@@ -523,50 +519,19 @@ class LocalHost:
             tree.live += 1
             return True
 
-    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
-        """Spawn (or reuse a kept) child and start its run."""
-        parent = cell.node
-        reply = ParentReply(parent.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        if effect.spawn:
-            if not self._claim_slot(parent.tree):
-                error: Exception = UserError(
-                    f"max agents in one tree ({self.limits.max_agents}) reached"
-                )
-                cell.deliver(
-                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
-                )
-                return
-            child = self._spawn_child(
-                parent,
-                effect.child_id,
-                effect.subagent.agent,
-                effect.metadata,
-                effect.tool_context,
-                effect.subagent,
-            )
-            child.keep = effect.subagent.keep
-        else:
-            with self.lock:
-                child_or_none = self.nodes.get(effect.child_id)
-            if child_or_none is None or not child_or_none.alive:
-                error = AgentStoppedError(f"kept child {effect.child_id!r} is no longer running")
-                cell.deliver(
-                    ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error)
-                )
-                return
-            child = child_or_none
-        child.run_timeout = effect.timeout
-        self.send(child.agent_id, StartRun(effect.task, "", reply))
-        self._arm_timeout(child, reply, effect.timeout)
+    def release_slot(self, tree: Tree) -> None:
+        """Give back a slot claimed for a child that was not started."""
+        with self.lock:
+            tree.live -= 1
 
-    def _spawn_child(
+    def spawn_child(
         self,
         parent: AgentNode,
         child_id: str,
         spec: Agent[Any],
         metadata: Mapping[str, Any],
         tool_context: Any,
-        subagent: Subagent | None = None,
+        subagent: Subagent | None,
     ) -> AgentNode:
         """Start a child whose tree slot is claimed already (here, or where `Peers` places it)."""
         child, context = new_child(parent, child_id, spec, metadata, tool_context, self.clock)
@@ -585,7 +550,19 @@ class LocalHost:
             raise
         return child
 
-    def _arm_timeout(self, child: AgentNode, reply: ParentReply | DelegateReply, t: float) -> None:
+    def live_child(self, child_id: str) -> AgentNode | None:
+        """The record of a child with a live actor, or None."""
+        with self.lock:
+            child = self.nodes.get(child_id)
+        return child if child is not None and child.alive else None
+
+    def post(self, agent_id: str, message: Any) -> None:
+        """Send ``message`` to an agent of this host (see `send`)."""
+        self.send(agent_id, message)
+
+    def arm_deadline(self, child: AgentNode, reply: ParentReply | DelegateReply, t: float) -> None:
+        """A timer on the effects loop tells the child its run expired."""
+
         def expire() -> None:
             # The child decides: only the run this timer was armed for may expire (a kept child
             # may be on its next task by now).
@@ -593,86 +570,23 @@ class LocalHost:
 
         self.effects.call_later(t, expire)
 
-    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
-        """Route answers down to a suspended child."""
-        reply = ParentReply(cell.node.agent_id, effect.run_id, effect.call_id, effect.child_id)
-        with self.lock:
-            child = self.nodes.get(effect.child_id)
-        if child is None or not child.alive:
-            error = AgentStoppedError(f"child {effect.child_id!r} is no longer running")
-            cell.deliver(ChildFinished(effect.run_id, effect.call_id, effect.child_id, error=error))
-            return
-        self.send(child.agent_id, ResumeRun(effect.answers, reply))
-        # The resumed run gets its deadline again (the first one ended with the suspension).
-        self._arm_timeout(child, reply, self._run_timeout(child, cell.node))
+    def prepare_then(
+        self, agent: Agent[Any], start: Callable[[BaseException | None], None]
+    ) -> None:
+        """Open the spec's toolsets on the effects loop, then start (the tool's thread waits)."""
+        self.toolsets.prepare_then(agent, start)
 
-    @staticmethod
-    def _run_timeout(child: AgentNode, parent: AgentNode) -> float:
-        if child.run_timeout is not None:
-            return child.run_timeout
-        # Restored: the parent's spec holds the deadline of the subagent this child runs.
-        for subagent in parent.spec.subagent_map.values():
-            if subagent.agent is child.spec:
-                return subagent.timeout
-        return Subagent(child.spec).timeout  # the default
+    def deliver_delegation(self, agent_id: str, message: Delegate) -> None:
+        """The delegation goes through the agent's mailbox: its turn starts the child."""
+        self.send(agent_id, message)
 
-    def child_done(self, node: AgentNode, effect: Finish) -> None:
-        """A child answered its parent: stop it unless it is kept or waits on a request."""
-        if answered(node, effect) and node.ref is not None:
+    def await_delegation(self, future: concurrent.futures.Future[Any]) -> None:
+        """Nothing to do: the child runs on the pool while the tool's thread waits."""
+
+    def release_child(self, node: AgentNode) -> None:
+        """A child that ended stops (its subtree with it)."""
+        if node.ref is not None:
             self.stop_subtree(node, block=False)
-
-    # -- delegation from tools ----------------------------------------------------------------
-
-    def _delegator(self, node: AgentNode, effect: CallTool) -> Callable[..., Any]:
-        """The function behind ``ctx.delegate`` for a tool call of ``node``."""
-        agent_id, metadata = node.agent_id, effect.ctx.metadata
-
-        def delegate(
-            agent: Agent[Any], task: str, /, *, timeout: float
-        ) -> concurrent.futures.Future[Any]:
-            if not isinstance(agent, Agent):
-                raise UserError(f"delegate() takes an Agent spec, got {type(agent).__name__}")
-            if not isinstance(task, str) or not task.strip():
-                raise UserError("delegate() needs a non-empty task string")
-            if timeout <= 0:
-                raise UserError(f"delegate() needs a positive timeout, got {timeout}")
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            message = Delegate(agent, task, future, metadata, timeout)
-
-            def start(error: BaseException | None) -> None:  # once its MCP servers are open
-                if error is not None:
-                    settle(future, error=error)
-                    return
-                # The child's deadline is armed when it starts, so the future always ends.
-                try:
-                    self.send(agent_id, message)
-                except AgentStoppedError as exc:
-                    settle(future, error=exc)
-
-            self.toolsets.prepare_then(agent, start)
-            return future
-
-        return delegate
-
-    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
-        """Spawn a child for a tool's ``ctx.delegate`` call."""
-        parent = cell.node
-        if not self._claim_slot(parent.tree):
-            refusal = f"max agents in one tree ({self.limits.max_agents}) reached"
-            settle(message.future, error=UserError(f"delegation refused: {refusal}"))
-            return
-        child_id, problem = cell.loop.begin_delegation(message.agent, message.task)
-        if child_id is None or problem is not None:
-            with self.lock:
-                parent.tree.live -= 1
-            settle(message.future, error=UserError(f"delegation refused: {problem}"))
-            return
-        child = self._spawn_child(
-            parent, child_id, message.agent, message.metadata, parent.tool_context
-        )
-        reply = DelegateReply(parent.agent_id, child_id, message.future)
-        self.send(child.agent_id, StartRun(message.task, "", reply))
-        self._arm_timeout(child, reply, message.timeout)
 
     # -- stopping -------------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from actors.context._events import Event
 from actors.exceptions import AgentStoppedError, UserError
-from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import TreeLimits
 from actors.loop._outcome import outcome_of_error
 from actors.loop._types import (
@@ -34,7 +33,7 @@ from actors.loop._types import (
 )
 from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
-from actors.runtime._host import Ask, DelegateDone, ExpireRun, ParentReply
+from actors.runtime._host import Ask, DelegateDone, DelegateReply, ExpireRun, ParentReply
 from actors.runtime._inline import InlineHost
 from actors.runtime._node import AgentNode
 from actors.sim import _collector
@@ -116,7 +115,6 @@ class SimHost(InlineHost):
         self.steps = 0  # model requests answered (agent-steps)
         self.delivered = 0  # messages handled
         self._pending = 0  # queued items that are not recurring world calls
-        self._run_timeouts: dict[str, float] = {}
         self.on_tick: Callable[[], None] | None = None
 
     # -- time -----------------------------------------------------------------------------------
@@ -310,19 +308,9 @@ class SimHost(InlineHost):
 
     # -- children's deadlines ------------------------------------------------------------
 
-    def arm_deadline(
-        self, cell: AgentCell, child_id: str, reply: ParentReply, timeout: float | None
-    ) -> None:
+    def arm_deadline(self, child: AgentNode, reply: ParentReply | DelegateReply, t: float) -> None:
         """The child's run is cancelled at its deadline on the virtual clock, if still running."""
-        if timeout is None:  # resumed: the deadline of its first run, again
-            timeout = self._run_timeouts.get(child_id)
-            if timeout is None:
-                child = self.cells.get(child_id)
-                if child is None:
-                    return
-                timeout = _subagent_timeout(cell.node.spec, child.node.spec)
-        self._run_timeouts[child_id] = timeout
-        self.tell(child_id, ExpireRun(reply, timeout), timeout)
+        self.tell(child.agent_id, ExpireRun(reply, t), t)
 
     # -- what refs ask ----------------------------------------------------------------------------
 
@@ -362,10 +350,3 @@ class SimHost(InlineHost):
 
 async def _awaited(value: Any) -> Any:
     return await value
-
-
-def _subagent_timeout(parent: Agent[Any], child: Agent[Any]) -> float:
-    for subagent in parent.subagent_map.values():
-        if subagent.agent is child:
-            return subagent.timeout
-    return Subagent(child).timeout
