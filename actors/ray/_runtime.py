@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from actors.context._json import plain_metadata
-from actors.exceptions import UserError
+from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
@@ -21,6 +21,7 @@ from actors.ray._client import RayClient, Root, wait_for
 from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
 from actors.runtime._effects import ApprovalHandler
+from actors.runtime._keyed_lock import KeyedLock
 from actors.runtime._ref import AgentRef
 from actors.store._protocol import SessionStore, has_session
 
@@ -175,6 +176,7 @@ class RayRuntime:
             self._owns_ray = True
         self._closed = False
         self._lock = threading.Lock()
+        self._opening = KeyedLock()  # one open_session/restore at a time per session id
         self._counters: dict[str, int] = {}
         self._next_host = 0
         namespace = f"actors-{uuid.uuid4().hex[:12]}"
@@ -386,27 +388,47 @@ class RayRuntime:
         chosen_store = self._store(store)
         if chosen_store is None:
             raise UserError("open_session needs a store: pass store=... here or to RayRuntime")
-        live = self._live_root(session_id, self._recipe(chosen_store))
-        if live is not None:
-            return AgentRef(self._client, live.agent_id, name=live.name, session_id=session_id)
-        seed = self._seed(agent, chosen_store, session_id, tool_context, approval_handler)
-        host = self._session_host(session_id)
-        handle = self._client.handles[host]
-        if has_session(self._driver_store(chosen_store), session_id):
-            info = wait_for(handle.restore.remote(session_id, [agent], seed)).get()
-        else:
-            initial = plain_metadata(metadata)
-            chosen = self._unique_id(session_id, explicit=True)
-            info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
-        ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])
-        return ref
+        recipe = self._recipe(chosen_store)
+        known = self._session_ref(agent, session_id, recipe)  # the usual case: no lock taken
+        if known is not None:
+            return known
+        with self._opening.hold(session_id):  # callers of one session take turns
+            known = self._session_ref(agent, session_id, recipe)
+            if known is not None:
+                return known
+            seed = self._seed(agent, chosen_store, session_id, tool_context, approval_handler)
+            host = self._session_host(session_id)
+            handle = self._client.handles[host]
+            if has_session(self._driver_store(chosen_store), session_id):
+                info = wait_for(handle.restore.remote(session_id, [agent], seed)).get()
+            else:
+                initial = plain_metadata(metadata)
+                chosen = self._unique_id(session_id, explicit=True)
+                info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
+            ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])
+            return ref
+
+    def _session_ref(
+        self, agent: Agent[OutputT], session_id: str, recipe: StoreRecipe
+    ) -> AgentRef[OutputT] | None:
+        """The root of the session if it is live in this runtime, checked against ``agent``."""
+        live = self._live_root(session_id, recipe)
+        if live is None:
+            return None
+        if live.name != agent.name:
+            raise AgentDefinitionError(
+                f"session {session_id!r} is run by an agent of spec {live.name!r}, not "
+                f"{agent.name!r}; open it with that spec (specs are matched by name)"
+            )
+        return AgentRef(self._client, live.agent_id, name=live.name, session_id=session_id)
 
     def _driver_store(self, store: StoreLike) -> SessionStore:
         if isinstance(store, SessionStore):
             return store
-        opened = self._opened.get(id(store))
-        if opened is None:
-            opened = self._opened[id(store)] = store()
+        with self._lock:  # two threads opening sessions make one store of a factory
+            opened = self._opened.get(id(store))
+            if opened is None:
+                opened = self._opened[id(store)] = store()
         return opened
 
     def restore(
@@ -434,17 +456,19 @@ class RayRuntime:
         specs = list(agents.values()) if isinstance(agents, Mapping) else list(agents)
         if not specs:
             raise UserError("restore needs the specs of the session's agents: agents=[...]")
-        live = self._live_root(session_id, self._recipe(chosen_store))
-        if live is not None:
-            raise UserError(
-                f"session {session_id!r} is already live in this runtime ({live.agent_id!r})"
-            )
-        seed = self._seed(specs[0], chosen_store, session_id, tool_context, approval_handler)
-        for spec in specs[1:]:
-            self._check_spec(spec)
-        host = self._session_host(session_id)
-        info = wait_for(self._client.handles[host].restore.remote(session_id, specs, seed)).get()
-        return self._ref(info, host, seed, specs)
+        with self._opening.hold(session_id):  # not while open_session opens it
+            live = self._live_root(session_id, self._recipe(chosen_store))
+            if live is not None:
+                raise UserError(
+                    f"session {session_id!r} is already live in this runtime ({live.agent_id!r})"
+                )
+            seed = self._seed(specs[0], chosen_store, session_id, tool_context, approval_handler)
+            for spec in specs[1:]:
+                self._check_spec(spec)
+            host = self._session_host(session_id)
+            handle = self._client.handles[host]
+            info = wait_for(handle.restore.remote(session_id, specs, seed)).get()
+            return self._ref(info, host, seed, specs)
 
     def ref(self, agent_id: str) -> AgentRef:
         """The handle of any agent of this runtime by id (a root, or a child on any host).

@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 
 from actors.context._events import Clock, system_clock
 from actors.context._json import plain_metadata
-from actors.exceptions import UserError
+from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._agent import Agent
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
+from actors.runtime._keyed_lock import KeyedLock
 from actors.runtime._local import LocalHost
 from actors.runtime._ref import AgentRef
 from actors.runtime._restore import restore_tree
@@ -113,6 +114,9 @@ class Runtime:
             idle_after=idle_after,
             default_model=default_model_of(default_model),
         )
+        # Opening a session (is it live? load or create it, register its root) is one step per
+        # session id: threads opening one session take turns, different sessions do not wait.
+        self._opening = KeyedLock()
         _shut_down_at_exit(self)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -189,15 +193,26 @@ class Runtime:
                 passivates idle agents (``idle_after``) and no store was given, or an agent of
                 the tree has no model (see ``default_model``).
         """
-        return self._spawn(
-            agent,
-            tool_context=tool_context,
-            metadata=metadata,
-            agent_id=agent_id,
-            store=store,
-            session_id=session_id,
-            approval_handler=approval_handler,
-        )
+        if store is None or not isinstance(session_id, str):
+            return self._spawn(
+                agent,
+                tool_context=tool_context,
+                metadata=metadata,
+                agent_id=agent_id,
+                store=store,
+                session_id=session_id,
+                approval_handler=approval_handler,
+            )
+        with self._opening.hold(session_id):  # not while open_session opens it
+            return self._spawn(
+                agent,
+                tool_context=tool_context,
+                metadata=metadata,
+                agent_id=agent_id,
+                store=store,
+                session_id=session_id,
+                approval_handler=approval_handler,
+            )
 
     def _spawn(
         self,
@@ -255,7 +270,8 @@ class Runtime:
 
         A long-lived process calls it for each incoming message (one session per user or
         conversation) and runs the message on the ref it returns. A new session's root agent
-        has the session's id as its id.
+        has the session's id as its id. Threads may open one session at once (two requests of
+        one user): they all get its one root agent, and the store holds one.
 
         Args:
             agent: The root's spec (with its subagents; matched by name on restore).
@@ -267,34 +283,56 @@ class Runtime:
 
         Raises:
             UserError: an empty session id, or ids of the session taken by other agents here.
+            AgentDefinitionError: the session's root agent has a spec of another name.
             StoreError: the store failed.
         """
         if not isinstance(session_id, str) or not session_id:
             raise UserError(f"open_session needs a non-empty session_id, got {session_id!r}")
         if not isinstance(store, SessionStore):
             raise UserError(f"open_session needs a SessionStore, got {type(store).__name__}")
-        host = self._host
-        known = host.session_root(store, session_id)
+        known = self._session_ref(agent, store, session_id)  # the usual case: no lock taken
         if known is not None:
-            return AgentRef(host, known, name=agent.name, session_id=session_id)
-        if has_session(store, session_id):
-            return self.restore(
-                session_id,
-                store=store,
-                agents=[agent],
+            return known
+        # Callers opening one session at once (two requests of one user) take turns here: the
+        # first restores or creates it, the others find it live.
+        with self._opening.hold(session_id):
+            known = self._session_ref(agent, store, session_id)
+            if known is not None:
+                return known
+            if has_session(store, session_id):
+                return self._restore(
+                    session_id,
+                    store=store,
+                    agents=[agent],
+                    tool_context=tool_context,
+                    approval_handler=approval_handler,
+                )
+            return self._spawn(
+                agent,
                 tool_context=tool_context,
+                metadata=metadata,
+                agent_id=session_id,
+                store=store,
+                session_id=session_id,
                 approval_handler=approval_handler,
+                new_session=True,  # just seen not to be in the store: no second look
             )
-        return self._spawn(
-            agent,
-            tool_context=tool_context,
-            metadata=metadata,
-            agent_id=session_id,
-            store=store,
-            session_id=session_id,
-            approval_handler=approval_handler,
-            new_session=True,  # just seen not to be in the store: no second look
-        )
+
+    def _session_ref(
+        self, agent: Agent[OutputT], store: SessionStore, session_id: str
+    ) -> AgentRef[OutputT] | None:
+        """The root of the session if it is live or asleep here, checked against ``agent``."""
+        root_id = self._host.session_root(store, session_id)
+        found = self._known(root_id) if root_id is not None else None
+        if found is None:
+            return None
+        if found.name != agent.name:
+            raise AgentDefinitionError(
+                f"session {session_id!r} is run by an agent of spec {found.name!r}, not "
+                f"{agent.name!r}; open it with that spec (specs are matched by name)"
+            )
+        ref: AgentRef[OutputT] = found
+        return ref
 
     def restore(
         self,
@@ -327,6 +365,32 @@ class Runtime:
             UserError: the session is live here already, or agents of this runtime hold its
                 agent ids (restore it in another `Runtime`).
         """
+        if not isinstance(session_id, str):
+            return self._restore(
+                session_id,
+                store=store,
+                agents=agents,
+                tool_context=tool_context,
+                approval_handler=approval_handler,
+            )
+        with self._opening.hold(session_id):  # not while open_session opens it
+            return self._restore(
+                session_id,
+                store=store,
+                agents=agents,
+                tool_context=tool_context,
+                approval_handler=approval_handler,
+            )
+
+    def _restore(
+        self,
+        session_id: str,
+        *,
+        store: SessionStore,
+        agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+        tool_context: Any,
+        approval_handler: ApprovalHandler | None,
+    ) -> AgentRef:
         host = self._host
         if host.closing:
             raise UserError("this runtime is shut down; create a new Runtime")
@@ -360,6 +424,13 @@ class Runtime:
         Raises:
             UserError: no agent of that id is live or passivated here.
         """
+        found = self._known(agent_id)
+        if found is None:
+            raise UserError(f"no agent {agent_id!r} in this runtime")
+        return found
+
+    def _known(self, agent_id: str) -> AgentRef | None:
+        """The handle of an agent live or passivated here, or None."""
         host = self._host
         with host.lock:
             node = host.nodes.get(agent_id)
@@ -374,7 +445,7 @@ class Runtime:
                     parent_id=dormant.parents.get(agent_id),
                     session_id=dormant.session_id,
                 )
-        raise UserError(f"no agent {agent_id!r} in this runtime")
+        return None
 
     def live_agents(self) -> int:
         """How many agents are in memory (passivated ones are not)."""

@@ -70,6 +70,9 @@ class Dormant:
     listeners: dict[str, list[Callable[[Event], None]]] = field(repr=False)
     waiting: list[tuple[str, Any]] = field(default_factory=list, repr=False)
     state: str = "fenced"  # fenced (still live) | dormant | activating
+    # Set once the store no longer holds the session for this process (asleep): an activation
+    # claims it only after that, or the release would undo its claim.
+    released: threading.Event | None = field(default=None, repr=False)
 
     def tree_view(self, agent_id: str) -> TreeNode:
         """The passivated hierarchy under ``agent_id``."""
@@ -349,6 +352,7 @@ class Passivation:
     def _settled(self, dormant: Dormant, members: list[AgentNode], slept: bool) -> None:
         """Every agent of a fenced tree answered its `Passivate`."""
         host = self._host
+        released: threading.Event | None = None
         with host.lock:
             self._stopping.difference_update(dormant.ids)
             if not slept:
@@ -361,10 +365,15 @@ class Passivation:
             if waking:
                 dormant.state = "activating"
                 self._submit(lambda: self._activate(dormant))
-        if not waking:
+            else:
+                released = dormant.released = threading.Event()
+        if released is not None:
             # Asleep, the session may be woken by another process (a service behind a load
             # balancer): this one holds it again when it wakes it.
-            host.release_session(dormant.store, dormant.session_id)
+            try:
+                host.release_session(dormant.store, dormant.session_id)
+            finally:
+                released.set()
 
     def _lift(self, dormant: Dormant) -> None:
         """Undo a fence, or end an activation: the waiting messages go to the live agents."""
@@ -393,6 +402,8 @@ class Passivation:
 
     def _activate(self, dormant: Dormant) -> None:
         host = self._host
+        if dormant.released is not None:  # woken as it fell asleep: let go first, then claim
+            dormant.released.wait(ASK_TIMEOUT)
         try:
             restore_tree(
                 host,

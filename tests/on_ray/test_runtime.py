@@ -312,6 +312,41 @@ def test_open_session_finds_the_live_root_and_restore_rebuilds_a_stopped_one(
     assert len([m for m in restored.context().messages if m.role == "user"]) == 2
 
 
+def test_callers_opening_one_session_at_once_all_get_its_root(runtime: Any) -> None:
+    spec = Agent("assistant", model=ScriptedModel(["one", "two"], per_agent=True))
+    callers = 6
+    barrier = threading.Barrier(callers)
+
+    def open_together() -> list[Any]:
+        out: list[Any] = [None] * callers
+
+        def one(i: int) -> None:
+            barrier.wait(BOUND)
+            try:
+                out[i] = runtime.open_session(spec, session_id="crowd")
+            except Exception as exc:
+                out[i] = exc
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(callers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(BOUND)
+        return out
+
+    new = open_together()  # a new session
+    assert [getattr(r, "agent_id", r) for r in new] == ["crowd"] * callers
+    assert new[0].run("hi", timeout=BOUND).output == "one"
+    new[0].stop()
+    stored = open_together()  # only in the store now
+    assert [getattr(r, "agent_id", r) for r in stored] == ["crowd"] * callers
+    assert stored[0].run("again", timeout=BOUND).status == "completed"
+    assert len([m for m in stored[0].context().messages if m.role == "user"]) == 2
+    with pytest.raises(AgentDefinitionError, match="assistant"):
+        runtime.open_session(Agent("other", model=ScriptedModel(["x"])), session_id="crowd")
+    stored[0].stop()
+
+
 def test_ref_by_id_reaches_a_child_on_another_host(runtime: Any) -> None:
     keeper = Agent("kept", model=ScriptedModel(["ready"], per_agent=True))
     lead = agents.lead(
