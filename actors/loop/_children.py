@@ -151,10 +151,30 @@ class ChildrenMixin(_LoopCore):
             )
         ]
 
-    def _on_child(self, message: ChildFinished) -> list[Effect]:
+    def child_ending(self, message: ChildFinished) -> str | None:
+        """How the child of ``message`` ended, if the message ends one of this run's calls.
+
+        None for a late result (to be discarded) and for a child that only suspended. Lets a
+        host stream a child's end as it happens, while its ``subagent_finished`` event waits
+        for the step's results to be logged in call order.
+        """
+        slot = self._child_slot(message)
+        result = message.result
+        if slot is None or (result is not None and result.status == "suspended"):
+            return None
+        return result.status if result is not None else "failed"
+
+    def _child_slot(self, message: ChildFinished) -> _Call | None:
         run = self._run
         slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
         if slot is None or slot.child_id != message.child_id or slot.state != "running":
+            return None
+        return slot
+
+    def _on_child(self, message: ChildFinished) -> list[Effect]:
+        run = self._run
+        slot = self._child_slot(message)
+        if slot is None:
             self.log.info("late child result discarded", child_id=message.child_id)
             return []
         assert run is not None
