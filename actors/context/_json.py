@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from actors.context._read_only import ReadOnlyList
 from actors.exceptions import UserError
 
 __all__ = [
@@ -32,7 +33,13 @@ MAX_WRAPPED_DEPTH = MAX_DEPTH + 8
 accepted when it was given is never refused when it is read back or written out."""
 
 _SCALARS = (str, int, bool, type(None))
-_CONTAINERS = (Mapping, list, tuple)  # a tuple, not a union: isinstance is on a hot path
+# What json_copy copies, the exact types first so the common case never reaches an ABC check.
+# Read-only views (a RunContext's metadata snapshot hands out mappingproxy and tuples, a
+# tool_context view ReadOnlyMapping and ReadOnlyList) copy as the plain JSON they stand for,
+# so a tool can read a value, change a copy and write it back.
+_CONTAINERS = (dict, list, tuple, Mapping, ReadOnlyList)  # a tuple: isinstance is on a hot path
+# What a decoded log holds: only these, so measuring its depth needs no ABC check.
+_STORED_CONTAINERS = (dict, list, tuple)
 
 
 class JsonError(TypeError):
@@ -46,8 +53,10 @@ class JsonError(TypeError):
 def json_copy(value: Any, path: str = "value", *, max_depth: int = MAX_DEPTH) -> Any:
     """Return a deep copy of ``value`` made only of dict, list, str, int, float, bool and None.
 
-    Tuples become lists. Raises `JsonError` naming the first offending path (a container that
-    contains itself is not JSON either, nor one nested more than `MAX_DEPTH` levels deep).
+    Tuples become lists, and read-only views (a metadata snapshot's mappingproxy, a
+    tool_context view) become the plain dicts and lists they show. Raises `JsonError` naming
+    the first offending path (a container that contains itself is not JSON either, nor one
+    nested more than `MAX_DEPTH` levels deep).
     """
     return _copy(value, path, set(), max_depth)
 
@@ -79,7 +88,7 @@ def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> A
         raise JsonDepthError(path.split("[", 1)[0], max_depth)
     open_containers.add(id(value))
     try:
-        if isinstance(value, Mapping):
+        if type(value) is dict or isinstance(value, Mapping):
             out: dict[str, Any] = {}
             for key, item in value.items():
                 if not isinstance(key, str):
@@ -99,7 +108,7 @@ def depth_exceeds(value: Any, limit: int) -> bool:
     Iterative, one level at a time, so a value far deeper than Python's recursion limit is
     measured too (and a flat one, the common case, in one pass).
     """
-    level = [value] if isinstance(value, _CONTAINERS) else []
+    level = [value] if isinstance(value, _STORED_CONTAINERS) else []
     depth = 0
     while level:
         depth += 1
@@ -108,13 +117,10 @@ def depth_exceeds(value: Any, limit: int) -> bool:
         inner = []
         for container in level:
             for item in container.values() if isinstance(container, dict) else container:
-                if isinstance(item, _CONTAINERS):
+                if isinstance(item, _STORED_CONTAINERS):
                     inner.append(item)
         level = inner
     return False
-
-
-_CONTAINERS = (dict, list, tuple)
 
 
 def plain_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

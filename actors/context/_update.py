@@ -158,7 +158,8 @@ class ContextUpdate:
     - ``log_event(type, data)`` touches no metadata: it appends an event to the agent's log;
     - ``send(to, content)`` touches no metadata: the agent logs a ``message_sent`` event and,
       once the step is durable, its host delivers ``content`` to the agent ``to`` (a peer
-      message; an unknown receiver makes the whole update fail for the tool).
+      message; an unknown receiver makes the whole update fail for the tool). A receiver in a
+      run gets it at that run's next step, not in a new turn.
 
     Keys are strings and values must be plain JSON; both are checked (and values copied) when the
     update is built, so a bad update fails in the tool, naming the key.
@@ -251,6 +252,9 @@ class ContextUpdate:
         The agent logs the send (``message_sent``) with the step, and its host delivers the
         message once the step is written: the receiver logs ``message_received``, the content
         joins its transcript, and an idle receiver starts a turn (see ``Agent.on_message``).
+        A receiver in a run does not start another turn: the content joins that run at its next
+        step boundary (before its next model request); if the run ends first, it joins the
+        transcript after the run and waits for the receiver's next run.
 
         Args:
             to: The receiving agent's id (any agent of the same host, not only a parent or a

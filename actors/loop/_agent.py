@@ -156,7 +156,8 @@ class Agent(Generic[OutputT]):
         description: What a parent's model reads about this agent when it is a subagent.
         on_message: What a peer message (``ContextUpdate.send``) does to an idle agent:
             ``"run"`` (the default) starts a turn on it; ``"queue"`` adds it to the transcript
-            for the next run. In a run, it joins at the next step boundary either way.
+            for the next run. In a run, it joins that run at its next step boundary either way
+            (after the run, if the step in progress was its last).
     """
 
     name: str

@@ -8,11 +8,13 @@ from typing import Any
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, Subagent
 from actors.loop._outcome import render
-from actors.loop._state import _Call, _LoopCore
+from actors.loop._state import _Call, _LoopCore, _Run
 from actors.loop._subagent_calls import child_outcome, child_tool_context
 from actors.loop._types import ChildFinished, Effect, RunChild, ToolOutcome
 
 __all__ = ["ChildrenMixin"]
+
+_LIVE = ("running", "parked")  # a child call in these states has a child that has not finished
 
 
 class ChildrenMixin(_LoopCore):
@@ -24,8 +26,8 @@ class ChildrenMixin(_LoopCore):
             return None, "the run that started the tool is over"
         if self.depth + 1 > self.limits.max_depth:
             return None, f"max depth {self.limits.max_depth} reached"
-        if self._children_spawned >= self.limits.max_children:
-            return None, f"max children per agent ({self.limits.max_children}) reached"
+        if (refusal := self._children_refusal(self._run)) is not None:
+            return None, refusal
         self._children_spawned += 1
         child_id = f"{self.ctx.agent_id}-sub-{self._children_spawned}"
         # Tracked so that cancelling or failing the run cancels the child too.
@@ -42,6 +44,26 @@ class ChildrenMixin(_LoopCore):
             },
         )
         return child_id, None
+
+    def _children_refusal(self, run: _Run) -> str | None:
+        """Why a new child cannot start now, if it cannot: `TreeLimits.max_children`.
+
+        The limit counts live children, not children over the agent's life: a long-lived
+        assistant that delegates once per message keeps doing so. Every child belongs to the
+        run in progress (a run that ends cancels the children still running), so the run's own
+        state says which are live, restored suspensions included: no counter to keep or persist.
+        """
+        live = len(run.delegated) + sum(
+            1 for slot in run.calls.values() if slot.child_id and slot.state in _LIVE
+        )
+        limit = self.limits.max_children
+        if live < limit:
+            return None
+        return (
+            f"max live children per agent ({limit}) reached: "
+            f"{'1 child' if live == 1 else f'{live} children'} of this agent still running; "
+            "start more once some have finished"
+        )
 
     def end_delegation(self, child_id: str, status: str, usage: Usage, error: str | None) -> None:
         """Book the end of a delegated child (its usage joins the run's tree usage)."""
@@ -64,8 +86,8 @@ class ChildrenMixin(_LoopCore):
         if kept is None:
             if self.depth + 1 > self.limits.max_depth:
                 refusal = f"max depth {self.limits.max_depth} reached"
-            elif self._children_spawned >= self.limits.max_children:
-                refusal = f"max children per agent ({self.limits.max_children}) reached"
+            else:
+                refusal = self._children_refusal(run)
         if refusal is not None:
             slot.outcome = ToolOutcome(
                 f"Subagent {subagent.tool_name!r} was not started: {refusal}.", True
@@ -129,10 +151,30 @@ class ChildrenMixin(_LoopCore):
             )
         ]
 
-    def _on_child(self, message: ChildFinished) -> list[Effect]:
+    def child_ending(self, message: ChildFinished) -> str | None:
+        """How the child of ``message`` ended, if the message ends one of this run's calls.
+
+        None for a late result (to be discarded) and for a child that only suspended. Lets a
+        host stream a child's end as it happens, while its ``subagent_finished`` event waits
+        for the step's results to be logged in call order.
+        """
+        slot = self._child_slot(message)
+        result = message.result
+        if slot is None or (result is not None and result.status == "suspended"):
+            return None
+        return result.status if result is not None else "failed"
+
+    def _child_slot(self, message: ChildFinished) -> _Call | None:
         run = self._run
         slot = run.calls.get(message.call_id) if run and run.run_id == message.run_id else None
         if slot is None or slot.child_id != message.child_id or slot.state != "running":
+            return None
+        return slot
+
+    def _on_child(self, message: ChildFinished) -> list[Effect]:
+        run = self._run
+        slot = self._child_slot(message)
+        if slot is None:
             self.log.info("late child result discarded", child_id=message.child_id)
             return []
         assert run is not None

@@ -9,6 +9,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 from actors._safe import exception_text
+from actors.context._json import JsonError, json_copy
 from actors.context._suspension import Pending
 from actors.context._update import ContextUpdate
 from actors.exceptions import Cancelled, InvalidUpdateError, ModelRetry
@@ -28,8 +29,14 @@ def render(value: Any) -> str:
         if isinstance(value, BaseModel):
             return value.model_dump_json()
         return pydantic_core.to_json(value).decode()
-    except pydantic_core.PydanticSerializationError:  # a tool that worked has not failed
-        return repr(value)
+    except pydantic_core.PydanticSerializationError:
+        pass
+    try:
+        # A value read from the tool's read-only views (a metadata snapshot's mappingproxy)
+        # shows the model the JSON it stands for; only this slow path pays for the copy.
+        return pydantic_core.to_json(json_copy(value)).decode()
+    except (JsonError, pydantic_core.PydanticSerializationError):
+        return repr(value)  # a tool that worked has not failed
 
 
 def outcome_of_return(value: Any) -> ToolOutcome:

@@ -47,7 +47,12 @@ class TreeLimits:
 
     Attributes:
         max_depth: How deep below the root a child may be (the root is depth 0).
-        max_children: How many children one agent may spawn over its life.
+        max_children: How many children of one agent may be live at once: started (as
+            subagent calls or with ``ctx.delegate``) and not yet finished, suspended ones
+            included. Not a count over the agent's life: a child that finished frees its
+            place, across runs, passivation and restore. A spawn past the limit is refused
+            with an error result for the model (an error raised in the tool, for
+            ``ctx.delegate``); the agent and its other children carry on.
         max_agents: How many agents one tree may hold at once, the root included.
     """
 
@@ -138,7 +143,7 @@ class _LoopCore:
     _tools: dict[str, Tool]
     _subagents: dict[str, Subagent]
     _run: _Run | None
-    _children_spawned: int
+    _children_spawned: int  # numbers child ids ("<id>-sub-<n>"), never reused; not a limit
     _kept: dict[str, str]
     _output: OutputSchema | None
     _use_output_tool: bool

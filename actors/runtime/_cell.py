@@ -158,6 +158,8 @@ class AgentCell:
         loop = self.loop
         if isinstance(message, _RUNS) and message.reply is not None:
             self.waiting.append(message.reply)
+        elif type(message) is ChildFinished and self.node.tree.streams:
+            self._announce(message)
         try:
             effects = loop.handle(message)
         except Exception as exc:  # a bug in the loop must not strand callers
@@ -172,6 +174,15 @@ class AgentCell:
         self._execute(effects)
         if stored:
             self.persist()
+
+    def _announce(self, message: ChildFinished) -> None:
+        """Stream a child's end when it comes, not when the parent's whole step ends."""
+        try:
+            status = self.loop.child_ending(message)
+            if status is not None:
+                self.node.announce_child_end(message.child_id, status)
+        except Exception:  # a stream must never break the agent
+            self.log.exception("could not stream a child's end", child_id=message.child_id)
 
     def _store_failed(self, effects: list[Effect]) -> list[Effect]:
         """The store refused this step's events: start no tool or child whose call is unwritten."""
@@ -269,7 +280,8 @@ class AgentCell:
         reply = effect.reply
         if reply in self.waiting:
             self.waiting.remove(reply)
-        ended = effect  # how the run ended, for the child's own status
+        if self.node.announced is not None:
+            self.node.forget_announced()  # the run's children's ends are all logged by now
         timed_out = self.timed_out.pop(reply, None)
         if timed_out is not None:
             # The parent hears one answer: the timeout, with the usage the child had spent.
@@ -303,12 +315,14 @@ class AgentCell:
                     tree_usage=tree,
                 ),
             )
-            self.host.child_done(self.node, ended)
+            # The child's status in the tree is what its parent heard: a timed-out child failed
+            # (its run was cancelled to stop it; the parent's subagent_finished says failed).
+            self.host.child_done(self.node, effect)
         elif isinstance(reply, DelegateReply):
             result = effect.result
             tree = result.tree_usage if result is not None else _usage_of(effect)
             self.host.tell(reply.parent_id, DelegateDone(reply, result, effect.error, tree))
-            self.host.child_done(self.node, ended)
+            self.host.child_done(self.node, effect)
 
     def _expire(self, message: ExpireRun) -> None:
         reply = message.reply

@@ -17,7 +17,7 @@ from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
 from actors.runtime._observer import installed, notify_event
-from actors.runtime._stream import TreeStream, to_stream_events
+from actors.runtime._stream import SubagentFinished, TreeStream, to_stream_events
 
 if TYPE_CHECKING:
     from actors.loop._toolset import ToolsetHost
@@ -148,6 +148,9 @@ class AgentNode:
     # Whether its events go anywhere (`on_append`), decided at `publishing`'s value `epoch`.
     epoch: int = field(default=-1, repr=False)
     wants: bool = field(default=False, repr=False)
+    # Children whose end was streamed when it came (`announce_child_end`): their
+    # `subagent_finished` event, logged later in call order, is not streamed again.
+    announced: set[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -204,10 +207,47 @@ class AgentNode:
                     listener(event)
                 except Exception:  # a broken listener must not break the agent
                     _log.exception("event listener failed", agent_id=self.agent_id)
-        if tree.streams:
+        shown = self.announced is not None and self._forget_announced(event)
+        if tree.streams and not shown:
             self._stream(event)
         if installed.observer is not None:
             notify_event(self, event)
+
+    def announce_child_end(self, child_id: str, status: str) -> None:
+        """Stream that a child of this agent ended, now rather than when the step ends.
+
+        Its ``subagent_finished`` event is logged once every call of the step has finished,
+        in call order (so the log does not depend on which child finished first); a stream
+        shows the end when it happens, and that event is then not streamed again.
+        """
+        targets = [s for scope, s in self.tree.streams if scope in self.path]
+        if not targets:
+            return
+        if self.announced is None:
+            self.announced = set()
+        self.announced.add(child_id)
+        event = SubagentFinished(
+            agent_id=self.agent_id, path=self.path, child_id=child_id, status=status
+        )
+        for stream in targets:
+            stream.put(event)
+
+    def forget_announced(self) -> None:
+        """The run ended: every announced child's event is logged, or never will be."""
+        self.announced = None
+
+    def _forget_announced(self, event: Event) -> bool:
+        # Whether ``event`` is the logged end of a child whose end was streamed already.
+        announced = self.announced
+        if announced is None or event.type != "subagent_finished":
+            return False
+        child_id = event.data.get("child_id")
+        if child_id not in announced:
+            return False
+        announced.discard(child_id)
+        if not announced:
+            self.announced = None
+        return True
 
     def publish_delta(self, delta: StreamDelta) -> None:
         """A piece of a streamed reply: streams only (deltas are never stored)."""

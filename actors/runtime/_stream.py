@@ -125,11 +125,16 @@ class SubagentSpawned(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubagentFinished(_Base):
-    """A child's run ended and its result went to the parent (``agent_id``).
+    """A child of the agent (``agent_id``) ended: streamed when it ends.
+
+    In a fan-out it comes as each child ends, while its siblings still run; the child's
+    result enters the parent's transcript (a `ToolCallFinished`) once the step's calls have
+    all finished, in call order.
 
     Attributes:
         child_id: The child's id.
-        status: How it ended (``completed``, ``failed``, ...).
+        status: How it ended (``completed``, ``failed``, ``cancelled``); a child past its
+            timeout is ``failed``, here and in ``ref.tree()``.
     """
 
     child_id: str

@@ -11,18 +11,23 @@ import asyncio
 import logging
 import pickle
 import traceback
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import structlog
 
+import actors
 from actors.context._messages import UserMessage
 from actors.exceptions import ModelError
 from actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy
 from actors.models._model import ModelRequest
 
 KEY = "sk-leak-CANARY-7f3a9c2e"
+# The library's own directory: a frame is the library's by where its file is, not by a folder
+# name (a clone may itself sit in a folder called "actors").
+LIBRARY = Path(actors.__file__).resolve().parent
 FAST = RetryPolicy(max_attempts=2, initial=0.001, max_delay=0.002, jitter=0)
 
 
@@ -51,10 +56,14 @@ def echo(status: int, wire: Any, place: str = "body") -> Any:
     return reply
 
 
+def _in_library(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(LIBRARY)
+
+
 def library_traceback_with_locals(error: BaseException) -> list[str]:
     """The traceback below the test's own frames, with every local, as rich would print it."""
     tb = error.__traceback__
-    while tb is not None and "/actors/" not in tb.tb_frame.f_code.co_filename:
+    while tb is not None and not _in_library(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     assert tb is not None, "the error was raised inside the library"
     return list(traceback.TracebackException(type(error), error, tb, capture_locals=True).format())

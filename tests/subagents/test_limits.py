@@ -44,7 +44,7 @@ def test_max_depth_refusal_text_names_the_limit() -> None:
     assert refused.content == "Subagent 'level2' was not started: max depth 1 reached."
 
 
-def test_max_children_per_agent() -> None:
+def test_max_children_limits_live_children_per_agent() -> None:
     child = Agent("w", model=ScriptedModel(["ok"], per_agent=True))
     parent = Agent(
         "p",
@@ -56,9 +56,13 @@ def test_max_children_per_agent() -> None:
     with Runtime(limits=TreeLimits(max_children=2)) as rt:
         result = rt.spawn(parent).run("?")
     contents = [r.content for r in tool_results(result.messages)]
-    refusal = "Subagent 'w' was not started: max children per agent (2) reached."
-    assert contents == ["ok", "ok", refusal, refusal]
-    assert len(events_of(result.events, "subagent_spawned")) == 2
+    refusal = (
+        "Subagent 'w' was not started: max live children per agent (2) reached: 2 children "
+        "of this agent still running; start more once some have finished."
+    )
+    # The first step's children have finished when the second step spawns another one.
+    assert contents == ["ok", "ok", refusal, "ok"]
+    assert len(events_of(result.events, "subagent_spawned")) == 3
     assert result.output == "done"
 
 
