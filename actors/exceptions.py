@@ -39,6 +39,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── StoreConnectionError        the database server is unreachable, or the link broke
     │   ├── StoreAuthenticationError    the database server refused the credentials
     │   └── DatabaseNotFoundError       the database the store names does not exist
+    ├── SweepError                      runs of a sweep failed; carries the other runs' rows
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
     ├── ModelRetry                      raised by a tool or output validator: the model tries again
     └── AgentStoppedError               the agent's actor is no longer running
@@ -55,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.context._messages import Message
     from actors.context._usage import Usage
+    from actors.sim._sweep import SweepFailure
+    from actors.sim._table import Table
 
 __all__ = [
     "ActorsError",
@@ -87,6 +90,7 @@ __all__ = [
     "StoreAuthenticationError",
     "StoreConnectionError",
     "StoreError",
+    "SweepError",
     "ToolContextReadOnlyError",
     "ToolDefinitionError",
     "ToolRetriesExceeded",
@@ -343,6 +347,34 @@ class StoreAuthenticationError(StoreError):
 
 class DatabaseNotFoundError(StoreError):
     """The database that the store's connection string names does not exist on the server."""
+
+
+class SweepError(ActorsError):
+    """Runs of `actors.sim.sweep` failed: their world raised, or their worker process died.
+
+    Every other run was run to its end, and its rows are kept here: a sweep of a thousand runs
+    does not lose its results to one bad seed. A run whose worker died (``os._exit``, a signal,
+    the out-of-memory killer) was run again alone, so the failure names the run that died, not
+    a neighbour that shared the pool with it.
+
+    Attributes:
+        failures: One `actors.sim.SweepFailure` per failed run (seed, parameters, what went
+            wrong), in the order of the sweep's runs.
+        table: The rows of the runs that finished, as `sweep` would have returned them.
+    """
+
+    def __init__(self, message: str, *, failures: Sequence[SweepFailure], table: Table) -> None:
+        super().__init__(message)
+        self.failures: tuple[SweepFailure, ...] = tuple(failures)
+        self.table = table
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes when the error crosses a process boundary (pickle).
+        return (_sweep_error, (str(self), self.failures, self.table))
+
+
+def _sweep_error(message: str, failures: Sequence[SweepFailure], table: Table) -> SweepError:
+    return SweepError(message, failures=failures, table=table)
 
 
 class Cancelled(ActorsError):

@@ -11,7 +11,7 @@ parallel processes and returns one table.
 
 from actors.sim._ref import SimRef, SimRunFuture
 from actors.sim._simulation import EPOCH, Simulation
-from actors.sim._sweep import sweep
+from actors.sim._sweep import SweepFailure, sweep
 from actors.sim._table import Table
 
-__all__ = ["EPOCH", "SimRef", "SimRunFuture", "Simulation", "sweep", "Table"]
+__all__ = ["EPOCH", "SimRef", "SimRunFuture", "Simulation", "sweep", "SweepFailure", "Table"]

@@ -9,17 +9,47 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import signal
+import traceback
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from actors.exceptions import UserError
+from actors.exceptions import SweepError, UserError
 from actors.sim._simulation import Simulation
 from actors.sim._table import Table
 
-__all__ = ["run_one", "sweep"]
+__all__ = ["SweepFailure", "run_one", "sweep"]
 
 World = Callable[..., Any]
 """Builds a world onto a simulation: ``world(sim, **params)``."""
+
+Job = tuple[World, int | str, Mapping[str, Any], float | None, Literal["last", "all"], Any]
+"""One run's arguments to `run_one`."""
+
+Outcome = tuple[Literal["ok", "failed"], Any, str]
+"""``("ok", rows, "")``, or ``("failed", what went wrong, traceback text)``."""
+
+
+@dataclass(frozen=True)
+class SweepFailure:
+    """One run of a sweep that failed (see `actors.exceptions.SweepError`).
+
+    Attributes:
+        seed: The run's seed.
+        params: The run's parameters.
+        error: What went wrong, in one line: the exception (``"ValueError: no road"``), or how
+            the worker process died (``"the worker process died (exit code 1)"``).
+        traceback: The exception's traceback in the worker ("" when the process died).
+    """
+
+    seed: int | str
+    params: dict[str, Any]
+    error: str
+    traceback: str = ""
 
 
 def run_one(
@@ -47,6 +77,119 @@ def run_one(
     last = dict(table.rows[-1]) if table.rows else {}
     last.pop("time", None)
     return [{**head, **last, **tail}]
+
+
+def _attempt(job: Job) -> Outcome:
+    """Run one job; an exception of the world (or of its run) comes back as text.
+
+    Text, not the exception: an exception of the user's code may not pickle, and its traceback
+    is what the user needs to find the fault.
+    """
+    try:
+        return ("ok", run_one(*job), "")
+    except (Exception, SystemExit) as exc:  # sys.exit() in a world fails its run, not the sweep
+        return ("failed", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+def _run_in_processes(jobs: Sequence[Job], workers: int) -> list[Outcome]:
+    """Every job's outcome, in order, on ``workers`` processes, whatever kills one of them.
+
+    A worker that dies breaks a `ProcessPoolExecutor` for every future it holds, and nothing
+    says which job killed it. So at most ``workers`` jobs are in the pool at a time (the
+    suspects of a break are known), a break runs each suspect again alone in a process of its
+    own (the one that dies there is the culprit, with its exit code; the others finish), and a
+    fresh pool takes the jobs that were never started. A finished job is never run again.
+    """
+    context = multiprocessing.get_context("spawn")
+    outcomes: dict[int, Outcome] = {}
+    todo = deque(range(len(jobs)))
+    while todo:
+        suspects = _run_pool(jobs, todo, workers, context, outcomes)
+        for index in suspects:
+            outcomes[index] = _run_alone(jobs[index], context)
+    return [outcomes[index] for index in range(len(jobs))]
+
+
+def _run_pool(
+    jobs: Sequence[Job],
+    todo: deque[int],
+    workers: int,
+    context: Any,
+    outcomes: dict[int, Outcome],
+) -> list[int]:
+    """Run jobs of ``todo`` in one pool until it is done or broken; a break's suspects back."""
+    running: dict[concurrent.futures.Future[Outcome], int] = {}
+    suspects: list[int] = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        while (todo or running) and not suspects:
+            while todo and len(running) < workers:
+                index = todo.popleft()
+                running[pool.submit(_attempt, jobs[index])] = index
+            done, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
+            for future in done:
+                _settle(future, running.pop(future), outcomes, suspects)
+    for future, index in running.items():  # the pool broke: each of these finished or failed
+        _settle(future, index, outcomes, suspects)
+    return sorted(suspects)
+
+
+def _settle(
+    future: concurrent.futures.Future[Outcome],
+    index: int,
+    outcomes: dict[int, Outcome],
+    suspects: list[int],
+) -> None:
+    error = future.exception()
+    if isinstance(error, BrokenProcessPool):
+        suspects.append(index)
+    elif error is not None:  # not the world's (that is an outcome): its result did not pickle
+        text = "".join(traceback.format_exception(error))
+        outcomes[index] = ("failed", f"{type(error).__name__}: {error}", text)
+    else:
+        outcomes[index] = future.result()
+
+
+def _run_alone(job: Job, context: Any) -> Outcome:
+    """Run one job in a process of its own: its outcome, or how that process died."""
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_alone_main, args=(sender, job), daemon=True)
+    process.start()
+    sender.close()  # the child holds the only sender: its death is an EOF here
+    try:
+        outcome: Outcome = receiver.recv()
+    except EOFError:
+        process.join()
+        return ("failed", _death(process.exitcode), "")
+    finally:
+        receiver.close()
+    process.join()
+    return outcome
+
+
+def _alone_main(sender: Connection, job: Job) -> None:
+    sender.send(_attempt(job))
+    sender.close()
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the out-of-memory killer sends it)" if exitcode == -signal.SIGKILL else ""
+        return f"the worker process died: killed by {name}{hint}"
+    return f"the worker process died (exit code {exitcode})"
+
+
+def _failed(failures: Sequence[SweepFailure], runs: int) -> str:
+    shown = [f"seed {f.seed!r}, params {f.params!r}: {f.error}" for f in failures[:5]]
+    more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+    return (
+        f"{len(failures)} of {runs} sweep runs failed: {'; '.join(shown)}{more}. The other "
+        "runs finished: their rows are on the error's .table, each failure (with its "
+        "traceback) on .failures"
+    )
 
 
 def sweep(
@@ -81,6 +224,9 @@ def sweep(
 
     Raises:
         UserError: no seeds, a parameter without values, or a world that cannot be pickled.
+        SweepError: runs failed (their world raised, or their worker process died), once every
+            other run has finished: it names each failed run's seed and parameters and
+            carries the other runs' rows (``.table``).
     """
     if not callable(world):
         raise UserError(f"sweep() takes a world function, world(sim, **params), got {world!r}")
@@ -113,7 +259,7 @@ def sweep(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise UserError(f"processes must be a positive int, got {processes!r}")
     if workers == 1 or len(jobs) == 1:
-        results = [run_one(*job) for job in jobs]
+        outcomes = [_attempt(job) for job in jobs]
     else:
         try:
             pickle.dumps(world)
@@ -122,13 +268,18 @@ def sweep(
                 f"sweep() sends the world function to other processes, and {world!r} cannot be "
                 f"pickled ({exc}); define it at module level"
             ) from None
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)), mp_context=context
-        ) as pool:
-            results = list(pool.map(run_one, *zip(*jobs, strict=True)))
+        outcomes = _run_in_processes(jobs, min(workers, len(jobs)))
+    failures = [
+        SweepFailure(seed=job[1], params=dict(job[2]), error=out[1], traceback=out[2])
+        for job, out in zip(jobs, outcomes, strict=True)
+        if out[0] != "ok"
+    ]
+    results = [out[1] for out in outcomes if out[0] == "ok"]
     flat = [row for result in results for row in result]
     columns: list[str] = ["seed", *grid]
     for row in flat:
         columns.extend(name for name in row if name not in columns)
-    return Table(columns, flat)
+    table = Table(columns, flat)
+    if failures:
+        raise SweepError(_failed(failures, len(jobs)), failures=failures, table=table)
+    return table

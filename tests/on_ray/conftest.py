@@ -1,19 +1,30 @@
-"""A local Ray cluster for the whole session (started once: ``ray.init`` takes seconds)."""
+"""A local Ray cluster for the whole session (started once: ``ray.init`` takes seconds).
+
+Every Ray the tests start (in this process, in the programs they run, ``ray start --head``)
+uses a directory, ports and a token of the tests' own (`on_ray.cluster`): a user's cluster
+running on the same machine is neither joined nor disturbed, and nothing is left behind.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
+from on_ray.cluster import (
+    LOOPBACK_ENV,
+    USER_RAY_VARIABLES,
+    isolated_env,
+    new_token,
+    short_temp_dir,
+)
+
 HERE = Path(__file__).resolve().parent
 
-# Ray gives its processes the machine's network address even when told 127.0.0.1; this switch
-# (meant for laptops) keeps every Ray process of the tests on loopback.
-LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 os.environ.update(LOOPBACK_ENV)
 
 
@@ -30,7 +41,32 @@ def worker_env() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[Any]:
+def ray_root() -> Iterator[Path]:
+    """This process's environment points every Ray of the tests at a directory of its own.
+
+    ``RAY_TMPDIR`` (set here, inherited by the programs the tests start) is where a Ray that
+    is given no directory puts its files, ``/tmp/ray`` otherwise: a user's cluster keeps its
+    ``ray_current_cluster`` and ``session_latest`` there. The directory is removed at the end.
+    """
+    root = short_temp_dir("actors-ray-")
+    saved = {name: os.environ.get(name) for name in [*USER_RAY_VARIABLES, "RAY_AUTH_MODE"]}
+    saved["RAY_AUTH_TOKEN"] = os.environ.get("RAY_AUTH_TOKEN")
+    for name in USER_RAY_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(isolated_env(root, new_token()))
+    try:
+        yield root
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_root: Path) -> Iterator[Any]:
     """``ray.init`` on loopback with two CPUs, shut down at the end of the session."""
     try:
         import ray
@@ -43,6 +79,7 @@ def ray_cluster() -> Iterator[Any]:
         runtime_env=worker_env(),
         logging_level="WARNING",
         configure_logging=False,
+        _temp_dir=str(ray_root / "ray"),  # as RAY_TMPDIR says, and said where it is read
     )
     yield ray
     ray.shutdown()

@@ -1,12 +1,13 @@
-"""A program on a cluster started by ``ray start --head`` (loopback): it runs and exits."""
+"""A program on a cluster started by ``ray start --head`` (loopback): it runs and exits.
+
+Another user's cluster is up meanwhile (users of Ray have one): the tests' clusters neither join
+it nor disturb it, and leave nothing behind (`on_ray.cluster`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,65 +16,45 @@ from pathlib import Path
 
 import pytest
 
-from on_ray.conftest import HERE, LOOPBACK_ENV, no_ray
+from on_ray.cluster import (
+    HeadNode,
+    default_ray_root,
+    listening,
+    own_head,
+    processes_using,
+    ray_command,
+    users_head,
+)
+from on_ray.conftest import HERE, no_ray
 
 DRIVER = HERE / "cluster_driver.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _env() -> dict[str, str]:
+    # os.environ holds the tests' own Ray directory and token (the ray_root fixture).
     path = os.pathsep.join([str(HERE.parent), str(HERE.parents[1])])
-    # A driver given an address uses token authentication only when told to (Ray 2.5x+).
-    return {**os.environ, **LOOPBACK_ENV, "PYTHONPATH": path, "RAY_AUTH_MODE": "token"}
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def _ray_bin() -> str:
+    ray_bin = ray_command()
+    if ray_bin is None:
+        no_ray("the ray command is not installed")
+    return ray_bin
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A head node on 127.0.0.1 in a process group of its own, killed at the end."""
-    ray_bin = shutil.which("ray", path=str(Path(sys.executable).parent))
-    if ray_bin is None:
-        no_ray("the ray command is not installed")
-    port = _free_port()
-    head = subprocess.Popen(
-        [
-            ray_bin,
-            "start",
-            "--head",
-            "--block",
-            f"--port={port}",
-            "--node-ip-address=127.0.0.1",
-            "--num-cpus=2",
-            "--include-dashboard=false",
-            "--disable-usage-stats",
-            "--dashboard-agent-listen-port=0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-        start_new_session=True,
-    )
-    try:
-        assert head.stdout is not None
-        seen = []
-        for line in head.stdout:  # blocks until the head says it is up (or exits)
-            seen.append(line)
-            if "Ray runtime started" in line:
-                break
-        else:
-            pytest.fail("ray start --head exited:\n" + "".join(seen))
-        yield f"127.0.0.1:{port}"
-    finally:
-        os.killpg(head.pid, signal.SIGKILL)  # the head, its raylet, GCS and workers
-        head.wait(30)
-        if head.stdout is not None:
-            head.stdout.close()
+def users_cluster(ray_root: Path) -> Iterator[HeadNode]:
+    """Another user's cluster, up while this module's tests run."""
+    with users_head(_ray_bin(), _env()) as head:
+        yield head
+
+
+@pytest.fixture(scope="module")
+def ray_head(users_cluster: HeadNode) -> Iterator[str]:
+    """A head node of the tests' own on 127.0.0.1, stopped (and its directory removed) after."""
+    with own_head(_ray_bin(), _env()) as head:
+        yield head.address
 
 
 def _drive(address: str, *args: str) -> tuple[dict[str, object], float]:
@@ -99,20 +80,53 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_a_program_on_a_ray_cluster_runs_its_tree_and_exits_promptly(
-    ray_head: str, tmp_path: Path
+def test_a_program_on_a_test_cluster_runs_and_exits_and_another_users_cluster_is_left_alone(
+    users_cluster: HeadNode, tmp_path: Path
 ) -> None:
-    report, took = _drive(ray_head, "sqlite", str(tmp_path / "sessions.db"))
-    assert report["output"] == "done"
-    assert took < 60
-    # Its hosts were processes of the cluster, not of the program: they go with the program
-    # (the raylet reaps them; there is no event to wait on from here, so the check polls).
-    pids = report["host_pids"]
-    assert isinstance(pids, list)
-    deadline = time.monotonic() + 30
-    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert all(_gone(pid) for pid in pids)
+    user_file = (users_cluster.temp_dir or default_ray_root()) / "ray_current_cluster"
+    user_address = user_file.read_text()
+    latest = default_ray_root() / "session_latest"
+    latest_before = os.readlink(latest) if latest.is_symlink() else None
+    with own_head(_ray_bin(), _env()) as ours:
+        report, took = _drive(ours.address, "sqlite", str(tmp_path / "sessions.db"))
+        assert report["output"] == "done"
+        assert took < 60
+        # Its hosts were processes of the cluster, not of the program: they go with the
+        # program (the raylet reaps them; there is no event to wait on here, so this polls).
+        pids = report["host_pids"]
+        assert isinstance(pids, list)
+        deadline = time.monotonic() + 30
+        while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(pid) for pid in pids)
+        # A program that starts a Ray of its own ("local", as RayRuntime() does) does not
+        # join the other user's cluster either.
+        local = subprocess.run(
+            [sys.executable, "-c", LOCAL_PROGRAM],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=90,
+        )
+        assert local.returncode == 0, local.stderr[-3000:]
+        assert local.stdout.split()[-1] not in (users_cluster.address, ours.address)
+    # Ours is gone, all of it; the other user's cluster still runs, still the one its
+    # ray_current_cluster names (a later ray.init() there joins it, not a dead one of ours).
+    assert ours.temp_dir is not None
+    assert not ours.temp_dir.exists()
+    assert not listening(ours.address)
+    assert processes_using(ours.temp_dir) == []
+    assert users_cluster.alive()
+    assert user_file.read_text() == user_address
+    assert (os.readlink(latest) if latest.is_symlink() else None) == latest_before
+
+
+LOCAL_PROGRAM = """
+import ray
+ray.init("local", num_cpus=1, include_dashboard=False, configure_logging=False)
+print(ray.get_runtime_context().gcs_address)
+ray.shutdown()
+"""
 
 
 def test_hosts_of_a_cluster_share_a_postgres_store_and_survive_a_host_dying(

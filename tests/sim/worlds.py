@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,3 +61,27 @@ def interrupted(sim: Simulation) -> Counter:
 
 def not_a_world() -> Any:
     return None
+
+
+def failing(sim: Simulation, agents: int = 1, fail: str = "2/2:raise", log: str = "") -> Counter:
+    """The counter world, which fails as ``fail`` says for one seed and agent count.
+
+    ``fail`` is ``"SEED/AGENTS:HOW"`` (several, comma-separated): ``raise`` raises, ``exit``
+    ends the process with ``os._exit(1)``, ``kill`` SIGKILLs it (as the out-of-memory killer
+    does). ``log``, when given, is a file each run appends its seed and agent count to as it
+    starts (to count how often a run was started).
+    """
+    if log:
+        with open(log, "a") as out:
+            out.write(f"{sim.seed}/{agents}\n")
+    for spec in fail.split(","):
+        which, how = spec.split(":")
+        if which != f"{sim.seed}/{agents}":
+            continue
+        if how == "raise":
+            raise ValueError(f"no road out of town {sim.seed}")
+        if how == "exit":
+            os._exit(1)
+        if how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+    return counter(sim, agents=agents)
