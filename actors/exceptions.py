@@ -39,6 +39,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── StoreConnectionError        the database server is unreachable, or the link broke
     │   ├── StoreAuthenticationError    the database server refused the credentials
     │   └── DatabaseNotFoundError       the database the store names does not exist
+    ├── MCPProtocolError                an MCP server wrote what is not JSON-RPC; its calls fail
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
     ├── ModelRetry                      raised by a tool or output validator: the model tries again
     └── AgentStoppedError               the agent's actor is no longer running
@@ -68,6 +69,7 @@ __all__ = [
     "InvalidUpdateError",
     "LimitExceededError",
     "MaxIterationsExceeded",
+    "MCPProtocolError",
     "ModelAuthenticationError",
     "ModelError",
     "ModelFallbackError",
@@ -343,6 +345,21 @@ class StoreAuthenticationError(StoreError):
 
 class DatabaseNotFoundError(StoreError):
     """The database that the store's connection string names does not exist on the server."""
+
+
+class MCPProtocolError(ActorsError):
+    """An MCP server wrote something that is not a JSON-RPC message (a stray ``print``, say).
+
+    The calls of its tools that were waiting fail at once with it (as error results for the
+    model) instead of waiting for their timeout; the connection stays open for later calls.
+
+    Attributes:
+        server: The server's name.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class Cancelled(ActorsError):
