@@ -40,6 +40,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── StoreAuthenticationError    the database server refused the credentials
     │   └── DatabaseNotFoundError       the database the store names does not exist
     ├── SweepError                      runs of a sweep failed; carries the other runs' rows
+    ├── MCPProtocolError                an MCP server wrote what is not JSON-RPC; its calls fail
     ├── Cancelled                       raised by ``RunContext.raise_if_cancelled()`` in a tool
     ├── ModelRetry                      raised by a tool or output validator: the model tries again
     └── AgentStoppedError               the agent's actor is no longer running
@@ -56,8 +57,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.context._messages import Message
     from actors.context._usage import Usage
-    from actors.sim._sweep import SweepFailure
-    from actors.sim._table import Table
 
 __all__ = [
     "ActorsError",
@@ -71,6 +70,7 @@ __all__ = [
     "InvalidUpdateError",
     "LimitExceededError",
     "MaxIterationsExceeded",
+    "MCPProtocolError",
     "ModelAuthenticationError",
     "ModelError",
     "ModelFallbackError",
@@ -363,9 +363,10 @@ class SweepError(ActorsError):
         table: The rows of the runs that finished, as `sweep` would have returned them.
     """
 
-    def __init__(self, message: str, *, failures: Sequence[SweepFailure], table: Table) -> None:
+    # The floor of exceptions is below the simulator's: its types are named, not imported.
+    def __init__(self, message: str, *, failures: Sequence[Any], table: Any) -> None:
         super().__init__(message)
-        self.failures: tuple[SweepFailure, ...] = tuple(failures)
+        self.failures: tuple[Any, ...] = tuple(failures)
         self.table = table
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -373,8 +374,23 @@ class SweepError(ActorsError):
         return (_sweep_error, (str(self), self.failures, self.table))
 
 
-def _sweep_error(message: str, failures: Sequence[SweepFailure], table: Table) -> SweepError:
+def _sweep_error(message: str, failures: Sequence[Any], table: Any) -> SweepError:
     return SweepError(message, failures=failures, table=table)
+
+
+class MCPProtocolError(ActorsError):
+    """An MCP server wrote something that is not a JSON-RPC message (a stray ``print``, say).
+
+    The calls of its tools that were waiting fail at once with it (as error results for the
+    model) instead of waiting for their timeout; the connection stays open for later calls.
+
+    Attributes:
+        server: The server's name.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class Cancelled(ActorsError):

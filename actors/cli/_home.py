@@ -85,11 +85,15 @@ def _without_password(dsn: str) -> str:
     """``dsn`` as a ``postgresql://`` URL without its password (quoting-free in a shell)."""
     try:
         from psycopg.conninfo import conninfo_to_dict
+
+        from actors.store._pg_target import misread
     except ImportError:
         return "DSN"
     try:
         params = {key: str(value) for key, value in conninfo_to_dict(dsn).items()}
     except Exception:  # unreadable: opening the store reports it; the hint only names the option
+        return "DSN"
+    if misread(dsn, params):  # a raw '@' or '/' in the password: its tail would show as the host
         return "DSN"
     params.pop("password", None)
     user, host = params.pop("user", ""), params.pop("host", "")

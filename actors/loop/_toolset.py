@@ -179,7 +179,7 @@ class ToolsetHost:
                 )
                 raise error from result
         for agent in {id(a): a for a, _ in pairs}.values():
-            check_names(agent, [(t.name, views[id(t)].tools_nowait()) for t in agent.toolsets])
+            check_names(agent, [(t, views[id(t)]) for t in agent.toolsets])
         self._prepared[id(spec)] = spec
 
     def prepare_then(self, spec: Agent[Any], done: Callable[[BaseException | None], None]) -> None:
@@ -254,26 +254,63 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def check_names(agent: Agent[Any], sources: Sequence[tuple[str, tuple[Tool, ...]]]) -> None:
+def check_names(agent: Agent[Any], sources: Sequence[tuple[Toolset, ToolsetView]]) -> None:
     """Refuse an agent whose toolsets offer a name its tools, subagents or other toolsets use.
 
+    A toolset may say more than its name: a view's ``source_names(offered)`` gives the names
+    the tools offered as ``offered`` have at their source (an MCP server's ``files.read`` is
+    offered as ``files_read``), and a toolset's ``rename_hint(source_name, alone=...)`` how to
+    offer one under another name.
+
     Raises:
-        AgentDefinitionError: naming the tool and both of its sources.
+        AgentDefinitionError: naming both tools, their sources, and how to rename one.
     """
     owner: dict[str, str] = {t.name: "its tools" for t in agent.tool_map.values()}
     owner.update({name: "its subagents" for name in agent.subagent_map})
     if agent.output_type is not None and agent.output_type is not str:
         owner[FINAL_RESULT_TOOL] = "its structured output"
-    for source, tools in sources:
-        for tool in tools:
-            other = owner.get(tool.name)
-            if other is not None:
-                raise AgentDefinitionError(
-                    f"agent {agent.name!r}: tool {tool.name!r} of toolset {source!r} has the "
-                    f"name of a tool in {other}; give the toolset a prefix "
-                    "(e.g. prefix='docs') or rename the tool"
+    for toolset, view in sources:
+        for tool in view.tools_nowait():
+            offered = tool.name
+            names = _source_names(view, offered)
+            other = owner.get(offered)
+            if other is None and len(names) == 1:
+                owner[offered] = _origin(toolset, names[0], offered)
+                continue
+            if other is None:  # two tools of this one source map to one name
+                listed = " and ".join(repr(name) for name in names)
+                clash = (
+                    f"tools {listed} of toolset {toolset.name!r} are both offered as {offered!r}"
                 )
-            owner[tool.name] = f"toolset {source!r}"
+                source, alone = next((n for n in names if n != offered), names[0]), True
+            elif other.startswith("tool "):
+                what = _origin(toolset, names[0], offered)
+                clash = f"{other} and {what} are both offered as {offered!r}"
+                source, alone = names[0], False
+            else:
+                clash = f"{_origin(toolset, names[0], offered)} has the name of a tool in {other}"
+                source, alone = names[0], False
+            raise AgentDefinitionError(
+                f"agent {agent.name!r}: {clash}; {_rename_hint(toolset, source, alone=alone)}"
+            )
+
+
+def _origin(toolset: Toolset, source: str, offered: str) -> str:
+    named = repr(source) if source == offered else f"{source!r} (offered as {offered!r})"
+    return f"tool {named} of toolset {toolset.name!r}"
+
+
+def _source_names(view: ToolsetView, offered: str) -> tuple[str, ...]:
+    source_names = getattr(view, "source_names", None)  # optional: not every view renames
+    names = tuple(source_names(offered)) if callable(source_names) else ()
+    return names or (offered,)
+
+
+def _rename_hint(toolset: Toolset, source: str, *, alone: bool) -> str:
+    hint = getattr(toolset, "rename_hint", None)  # optional: not every toolset can rename
+    if callable(hint):
+        return str(hint(source, alone=alone))
+    return "give the toolset a prefix (e.g. prefix='docs') or rename the tool"
 
 
 def merge_tools(

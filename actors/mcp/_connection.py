@@ -17,10 +17,11 @@ from mcp import Client, MCPError
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from actors._dependency_logs import quiet_dependency_logs
 from actors._logging import get_logger
-from actors._safe import exception_text
+from actors._safe import exception_text, safe_repr
 from actors.context._run_context import RunContext
-from actors.exceptions import Cancelled, UserError
+from actors.exceptions import Cancelled, MCPProtocolError, UserError
 from actors.loop._outcome import outcome_of_error, render
 from actors.loop._tools import Tool
 from actors.loop._types import ToolOutcome
@@ -34,6 +35,8 @@ _log = get_logger("actors.mcp")
 
 _MAX_PAGES = 100  # a server whose tool list never ends cannot hang a listing
 CLOSE_TIMEOUT = 10.0
+# The SDK's loggers ("client" is the name its session logs under): silent unless asked.
+_SDK_LOGGERS = ("mcp", "client")
 
 
 class MCPConnection:
@@ -48,6 +51,7 @@ class MCPConnection:
         self.server = server
         self.loop = loop
         self._tools: tuple[Tool, ...] = ()
+        self._source_names: dict[str, tuple[str, ...]] = {}  # offered name -> server's names
         self._client: Client | None = None
         self._pending: asyncio.Future[Client] | None = None
         self._runners: dict[asyncio.Task[None], asyncio.Event] = {}
@@ -55,7 +59,10 @@ class MCPConnection:
         self._relist: asyncio.Task[None] | None = None
         self._relist_again = False
         self._closed = False
+        # Set when the server writes a line that is not JSON-RPC: the calls waiting then fail.
+        self._garbled: asyncio.Future[str] | None = None
         self._log = _log.bind(mcp_server=server.name)
+        quiet_dependency_logs(*_SDK_LOGGERS)
 
     def __repr__(self) -> str:
         state = "open" if self._client is not None else "closed"
@@ -66,6 +73,10 @@ class MCPConnection:
     def tools_nowait(self) -> tuple[Tool, ...]:
         """The tools as last listed (kept while the server restarts)."""
         return self._tools
+
+    def source_names(self, offered: str) -> tuple[str, ...]:
+        """The server's own names of the tools offered as ``offered`` (two when they clash)."""
+        return self._source_names.get(offered, (offered,))
 
     async def aprepare(self) -> None:
         """Connect and list the tools, if not connected yet."""
@@ -170,7 +181,12 @@ class MCPConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._tools = tuple(self._make_tool(t) for t in tools)
+        made = tuple(self._make_tool(t) for t in tools)
+        source_names: dict[str, tuple[str, ...]] = {}
+        for tool, listed in zip(made, tools, strict=True):
+            source_names[tool.name] = (*source_names.get(tool.name, ()), listed.name)
+        self._source_names = source_names
+        self._tools = made
 
     def _make_tool(self, listed: mcp_types.Tool) -> Tool:
         server_name = listed.name
@@ -202,6 +218,9 @@ class MCPConnection:
             return
 
     async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):  # the transport could not read what the server wrote
+            self._on_garbage(message)
+            return
         # A 2025-era server notifies anyway; a 2026 one is heard through `_watch`.
         client = self._client
         if (
@@ -210,6 +229,23 @@ class MCPConnection:
             and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
         ):
             self._changed(client)
+
+    def _on_garbage(self, exc: Exception) -> None:
+        """The server wrote something that is not JSON-RPC: fail the calls waiting on it.
+
+        Which call the line belonged to cannot be known, and its answer may never come; a
+        call that waited for its timeout would only hide the server's fault.
+        """
+        what = _describe_garbage(exc)
+        self._log.warning("MCP server wrote a line that is not JSON-RPC", line=what)
+        garbled, self._garbled = self._garbled, None
+        if garbled is not None and not garbled.done():
+            garbled.set_result(what)
+
+    def _garbled_waiter(self) -> asyncio.Future[str]:
+        if self._garbled is None or self._garbled.done():
+            self._garbled = self.loop.create_future()
+        return self._garbled
 
     def _changed(self, client: Client) -> None:
         """The server's tool list changed: list it again (one listing at a time)."""
@@ -279,7 +315,9 @@ class MCPConnection:
                         is_error=True,
                     )
                 try:
-                    result = await client.call_tool(name, arguments)
+                    result = await self._call_tool(client, name, arguments)
+                except MCPProtocolError as exc:
+                    return outcome_of_error(exc)
                 except MCPError as exc:
                     if exc.code == mcp_types.CONNECTION_CLOSED:
                         self._drop(client)
@@ -307,6 +345,49 @@ class MCPConnection:
             self._log.warning("MCP call failed", tool=name, exc_info=exc)
             return outcome_of_error(exc)
         return outcome_of_result(result)
+
+    async def _call_tool(
+        self, client: Client, name: str, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult:
+        """``client.call_tool``, failed at once when the server writes what is not JSON-RPC.
+
+        Raises:
+            MCPProtocolError: The server wrote a line that is not JSON-RPC meanwhile.
+        """
+        garbled = self._garbled_waiter()
+        call = asyncio.ensure_future(client.call_tool(name, arguments))
+        try:
+            await asyncio.wait((call, garbled), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not call.done():
+                call.cancel()  # tells the server (notifications/cancelled)
+                call.add_done_callback(_retrieve)
+        if call.done() and not call.cancelled():
+            return call.result()
+        raise MCPProtocolError(
+            self.server.name,
+            f"the MCP server {self.server.name!r} wrote something that is not a JSON-RPC "
+            f"message ({garbled.result()}) while the call of {name!r} waited, so the call was "
+            "abandoned; a stdio server must write only JSON-RPC to its stdout (its logs and "
+            "prints belong on stderr)",
+        )
+
+
+def _describe_garbage(exc: Exception) -> str:
+    """What the server wrote, shortly: the start of the line, or what was wrong with it."""
+    errors = getattr(exc, "errors", None)
+    given: Any = None
+    if callable(errors):
+        try:
+            given = errors()[0].get("input")
+        except Exception:
+            given = None
+    if isinstance(given, str):
+        shown = given if len(given) <= 80 else f"{given[:77]}..."
+        return f"the line {safe_repr(shown)}"
+    if given is not None:
+        return "JSON that is not a JSON-RPC message"
+    return exception_text(exc)[:200]
 
 
 def outcome_of_result(result: mcp_types.CallToolResult) -> ToolOutcome:

@@ -20,12 +20,33 @@ _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _check_common(
-    name: str, prefix: str | None, timeout: float, tool_timeout: float | None
+    name: str,
+    prefix: str | None,
+    names: Mapping[str, str] | None,
+    timeout: float,
+    tool_timeout: float | None,
 ) -> None:
     if prefix is not None and (not prefix or _NAME.search(prefix)):
         raise UserError(
             f"MCP server {name!r}: prefix {prefix!r} must be letters, digits, '_' or '-'"
         )
+    if names is not None:
+        if not isinstance(names, Mapping):
+            raise UserError(
+                f"MCP server {name!r}: names must map the server's tool names to the names "
+                f"to offer, such as {{'search': 'docs_search'}}; got {type(names).__name__}"
+            )
+        for source, offered in names.items():
+            if not isinstance(source, str) or not isinstance(offered, str):
+                raise UserError(f"MCP server {name!r}: names must map str to str")
+            if not offered or _NAME.search(offered):
+                raise UserError(
+                    f"MCP server {name!r}: names[{source!r}] = {offered!r} must be letters, "
+                    "digits, '_' or '-'"
+                )
+        offered_twice = sorted({v for v in names.values() if list(names.values()).count(v) > 1})
+        if offered_twice:
+            raise UserError(f"MCP server {name!r}: names offers two tools as {offered_twice[0]!r}")
     if timeout <= 0:
         raise UserError(f"MCP server {name!r}: timeout must be positive, got {timeout}")
     if tool_timeout is not None and tool_timeout <= 0:
@@ -38,6 +59,7 @@ class _MCPServer:
 
     name: str = ""
     prefix: str | None = None
+    names: Mapping[str, str] | None = None
     timeout: float = 30.0
     tool_timeout: float | None = None
     requires_approval: bool | Collection[str] = False
@@ -48,15 +70,17 @@ class _MCPServer:
         *,
         name: str,
         prefix: str | None,
+        names: Mapping[str, str] | None,
         timeout: float,
         tool_timeout: float | None,
         requires_approval: bool | Collection[str],
     ) -> None:
         """Check the options every server takes, then set them and the server's ``own``."""
-        _check_common(name, prefix, timeout, tool_timeout)
+        _check_common(name, prefix, names, timeout, tool_timeout)
         common = {
             "name": name,
             "prefix": prefix,
+            "names": dict(names) if names is not None else None,
             "timeout": timeout,
             "tool_timeout": tool_timeout,
             "requires_approval": requires_approval,
@@ -66,8 +90,26 @@ class _MCPServer:
 
     def tool_name(self, server_name: str) -> str:
         """The name the model calls the server's tool ``server_name`` by."""
+        if self.names and server_name in self.names:
+            return self.names[server_name]
         name = _NAME.sub("_", server_name)
         return f"{self.prefix}_{name}" if self.prefix else name
+
+    def rename_hint(self, server_name: str, *, alone: bool = False) -> str:
+        """How to offer the server's tool ``server_name`` under another name (for errors).
+
+        ``alone``: the clash is between two tools of this server, which a prefix cannot part.
+        """
+        prefix = _NAME.sub("_", self.name) or "server"
+        renamed = f"{prefix}_{_NAME.sub('_', server_name)}"
+        kind = type(self).__name__
+        by_name = f"{kind}(..., names={{{server_name!r}: {renamed!r}}})"
+        if alone:
+            return f"a prefix cannot tell them apart: rename one with {by_name}"
+        return (
+            f"rename it: {kind}(..., prefix={prefix!r}) offers every tool of server "
+            f"{self.name!r} with a prefix ({renamed!r}), or {by_name} renames that tool alone"
+        )
 
     def needs_approval(self, server_name: str) -> bool:
         """Whether calls of the server's tool ``server_name`` wait for the host's approval."""
@@ -96,7 +138,8 @@ class _MCPServer:
             if isinstance(self.requires_approval, bool)
             else tuple(sorted(self.requires_approval))
         )
-        return (self.prefix, self.timeout, self.tool_timeout, approval)
+        names = tuple(sorted(self.names.items())) if self.names is not None else None
+        return (self.prefix, names, self.timeout, self.tool_timeout, approval)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -118,6 +161,8 @@ class MCPServerStdio(_MCPServer):
         cwd: The server's working directory (the current one by default).
         name: A name for messages and logs; the script's or the command's name by default.
         prefix: Offer the server's tools as ``<prefix>_<tool>`` (to avoid name collisions).
+        names: Offer some tools under names of your choice, as ``{server's name: name}``
+            (``{"search": "docs_search"}``); the prefix does not apply to them.
         timeout: Seconds to start the server and list its tools.
         tool_timeout: Seconds per call of its tools; the agent's ``tool_timeout`` by default.
         requires_approval: True to hold every call of its tools for the host's approval, or
@@ -141,6 +186,7 @@ class MCPServerStdio(_MCPServer):
         cwd: str | Path | None = None,
         name: str = "",
         prefix: str | None = None,
+        names: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         tool_timeout: float | None = None,
         requires_approval: bool | Collection[str] = False,
@@ -162,6 +208,7 @@ class MCPServerStdio(_MCPServer):
             own,
             name=name,
             prefix=prefix,
+            names=names,
             timeout=timeout,
             tool_timeout=tool_timeout,
             requires_approval=requires_approval,
@@ -205,6 +252,7 @@ class MCPServerHTTP(_MCPServer):
         headers: HTTP headers for every request (an ``Authorization`` header, say).
         name: A name for messages and logs; the URL's host by default.
         prefix: Offer the server's tools as ``<prefix>_<tool>``.
+        names: Offer some tools under names of your choice, as ``{server's name: name}``.
         timeout: Seconds to connect and list the tools.
         tool_timeout: Seconds per call of its tools; the agent's ``tool_timeout`` by default.
         requires_approval: True, or the names of the tools whose calls need approval.
@@ -220,6 +268,7 @@ class MCPServerHTTP(_MCPServer):
         headers: Mapping[str, str] | None = None,
         name: str = "",
         prefix: str | None = None,
+        names: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         tool_timeout: float | None = None,
         requires_approval: bool | Collection[str] = False,
@@ -232,6 +281,7 @@ class MCPServerHTTP(_MCPServer):
             own,
             name=name,
             prefix=prefix,
+            names=names,
             timeout=timeout,
             tool_timeout=tool_timeout,
             requires_approval=requires_approval,

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from actors._dependency_logs import quiet_dependency_logs
 from actors.exceptions import StoreConnectionError, StoreError
 from actors.store._pg_schema import prepare
 from actors.store._pg_sql import Statements
@@ -84,6 +85,9 @@ class Link:
     ) -> None:
         self.target = target
         self._timeout = connect_timeout
+        # The pool warns when the server goes away ("discarding closed connection"): quiet
+        # unless the application asked for logs, like the store's own.
+        quiet_dependency_logs("psycopg")
         first = self.connect()
         try:
             self._guard("opening the store", lambda: prepare(first, sql, target.url))

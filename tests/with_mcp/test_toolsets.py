@@ -195,7 +195,7 @@ def test_a_tool_name_collision_is_refused_at_spawn_and_a_prefix_resolves_it(
         return a + b
 
     with Runtime() as runtime:
-        with pytest.raises(AgentDefinitionError, match=r"'add' of toolset 'toy'.*prefix"):
+        with pytest.raises(AgentDefinitionError, match=r"'add' of toolset 'toy'.*prefix='toy'"):
             runtime.spawn(Agent("a", model=ScriptedModel([]), tools=[add], toolsets=[toy_stdio]))
         prefixed = MCPServerStdio(sys.executable, [TOY], prefix="toy", stderr=server_log)
         script = [call("add", a=1, b=2), call("toy_add", a=1, b=2), "done"]

@@ -27,6 +27,10 @@ class ToyServer(MCPServer[Any]):
         return tools
 
 
+# The SDK points fd 1 at stderr while it serves (a stray print cannot break the protocol);
+# `blurt` writes past it, on a copy of the real stdout taken first, as a broken server would.
+_WIRE = os.dup(1)
+
 mcp = ToyServer("toy")
 started = anyio.Event()
 cancelled = anyio.Event()
@@ -83,6 +87,14 @@ def crash() -> str:
     """Kill the server mid-call."""
     sys.stdout.flush()
     os._exit(3)
+
+
+@mcp.tool()
+async def blurt(seconds: float) -> str:
+    """Write a line that is not JSON-RPC to stdout (a stray print), then answer late."""
+    os.write(_WIRE, b"this line is not JSON-RPC\n")
+    await anyio.sleep(seconds)
+    return "late"
 
 
 @mcp.tool(name="dotted.name")
