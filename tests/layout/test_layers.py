@@ -17,6 +17,7 @@ ROOT = Path(actors.__file__).parent
 FLOORS: dict[str, int] = {
     "exceptions": 0,
     "_logging": 0,
+    "_dependency_logs": 0,
     "_safe": 0,
     "_checks": 0,
     "context": 1,
