@@ -52,11 +52,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from actors.context._messages import Message
-    from actors.context._usage import Usage
+from typing import Any
 
 __all__ = [
     "ActorsError",
@@ -175,12 +171,13 @@ class RunError(ActorsError):
         self,
         message: str,
         *,
-        messages: Sequence[Message] = (),
-        usage: Usage | None = None,
+        messages: Sequence[Any] = (),
+        usage: Any = None,
         agent_id: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.messages: Sequence[Message] = tuple(messages)
+        # `Message`s and a `Usage`: named, not imported (this module is the lowest floor).
+        self.messages: Sequence[Any] = tuple(messages)
         self.usage = usage
         self.agent_id = agent_id
 

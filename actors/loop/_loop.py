@@ -69,7 +69,8 @@ from actors.loop._state import (
 from actors.loop._subagent_calls import subagent_definition, validate_task
 from actors.loop._suspension import SuspensionMixin
 from actors.loop._tools import Tool, describe_validation_error
-from actors.loop._toolset import ToolsetHost, ToolsetView, merge_tools
+from actors.loop._toolset import ToolsetView, merge_tools
+from actors.loop._toolset_host import ToolsetHost
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,

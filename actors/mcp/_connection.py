@@ -9,7 +9,8 @@ calls' tasks beside it.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import contextlib
+from typing import Any, Protocol
 
 import anyio
 import mcp.types as mcp_types
@@ -26,10 +27,7 @@ from actors.loop._outcome import outcome_of_error, render
 from actors.loop._tools import Tool
 from actors.loop._types import ToolOutcome
 
-if TYPE_CHECKING:
-    from actors.mcp._servers import _MCPServer
-
-__all__ = ["MCPConnection"]
+__all__ = ["MCPConnection", "ServerSpec"]
 
 _log = get_logger("actors.mcp")
 
@@ -37,6 +35,31 @@ _MAX_PAGES = 100  # a server whose tool list never ends cannot hang a listing
 CLOSE_TIMEOUT = 10.0
 # The SDK's loggers ("client" is the name its session logs under): silent unless asked.
 _SDK_LOGGERS = ("mcp", "client")
+
+
+class ServerSpec(Protocol):
+    """What a connection reads of its server's configuration (`MCPServerStdio`, ...)."""
+
+    @property
+    def name(self) -> str:
+        """The server's name, for messages and logs."""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds to start the server and list its tools."""
+
+    @property
+    def tool_timeout(self) -> float | None:
+        """Seconds per call of its tools (None: the agent's)."""
+
+    def transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Open the transport to the server."""
+
+    def tool_name(self, server_name: str) -> str:
+        """The name a tool of the server is offered under."""
+
+    def needs_approval(self, server_name: str) -> bool:
+        """Whether a call of the tool needs an approval."""
 
 
 class MCPConnection:
@@ -47,7 +70,7 @@ class MCPConnection:
         loop: The host's event loop; every coroutine here runs on it.
     """
 
-    def __init__(self, server: _MCPServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, server: ServerSpec, loop: asyncio.AbstractEventLoop) -> None:
         self.server = server
         self.loop = loop
         self._tools: tuple[Tool, ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from actors._logging import get_logger
 from actors._safe import exception_text
@@ -46,7 +46,6 @@ from actors.runtime._host import (
     DelegateDone,
     DelegateReply,
     ExpireRun,
-    Host,
     HostReply,
     OpenStream,
     ParentReply,
@@ -75,6 +74,71 @@ _INPUTS = (
     ApprovalDecided,
     PeerMessage,
 )
+
+
+class Host(Protocol):
+    """What an `AgentCell` asks of the host that runs it.
+
+    Every method is called from the agent's own turn and must not block: work starts here and
+    its completion comes back later as a message to the agent (``cell.deliver``).
+    """
+
+    @property
+    def closing(self) -> bool:
+        """Whether the host is shutting down (agents keep their stored status)."""
+        ...
+
+    def persist(self, node: AgentNode) -> None:
+        """Write the agent's buffered events and its status; raise `StoreError` on failure."""
+        ...
+
+    def call_model(self, cell: AgentCell, effect: CallModel) -> None:
+        """Start a model request; deliver `ModelReplied`."""
+        ...
+
+    def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
+        """Start a tool call; deliver `ToolFinished`."""
+        ...
+
+    def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
+        """Ask the in-process approval handler; deliver `ApprovalDecided`."""
+        ...
+
+    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
+        """Spawn (or reuse a kept) child and start its run; its end arrives as `ChildFinished`."""
+        ...
+
+    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
+        """Route answers down to a suspended child."""
+        ...
+
+    def cancel_agent(self, agent_id: str, reason: str) -> None:
+        """Cancel an agent's run in progress (its descendants follow)."""
+        ...
+
+    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
+        """Spawn a child for a tool's ``ctx.delegate``; its end arrives as `DelegateDone`."""
+        ...
+
+    def tell(self, agent_id: str, message: Any) -> None:
+        """Send ``message`` to another agent of this host (a parent), if it is still there."""
+        ...
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether a peer message to ``agent_id`` can be delivered (live, or asleep)."""
+        ...
+
+    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
+        """Deliver a logged peer message to its receiver as a `PeerMessage` input."""
+        ...
+
+    def child_done(self, node: AgentNode, effect: Finish) -> None:
+        """A child answered its parent: stop it unless it is kept or waits on a request."""
+        ...
+
+    def agent_stopped(self, node: AgentNode) -> None:
+        """The agent's cell was released: it no longer counts as live."""
+        ...
 
 
 class AgentCell:

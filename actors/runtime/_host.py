@@ -1,4 +1,4 @@
-"""The host seam: what an agent needs from whatever runs it, and the messages hosts pass.
+"""The messages hosts pass to agents and back (the seam itself, `Host`, is the cell's).
 
 An agent's loop (`actors.loop.AgentLoop`) is wrapped in an `AgentCell` that every host shares:
 it applies inputs, writes ahead to the store, and hands each effect to its `Host`. A host
@@ -14,28 +14,17 @@ import concurrent.futures
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from actors.context._quick_init import quick_init
 from actors.context._result import RunResult
 from actors.context._usage import Usage
-from actors.loop._agent import Agent, Subagent
+from actors.loop._agent import Agent
 from actors.loop._types import (
-    AskApproval,
     CallModel,
-    CallTool,
-    Finish,
     ModelReplied,
-    ResumeChild,
-    RunChild,
-    SendMessage,
 )
 from actors.runtime._stream import TreeStream
-
-if TYPE_CHECKING:
-    from actors.loop._loop import AgentLoop
-    from actors.runtime._cell import AgentCell
-    from actors.runtime._node import AgentNode
 
 __all__ = [
     "Ask",
@@ -43,12 +32,10 @@ __all__ = [
     "DelegateDone",
     "DelegateReply",
     "ExpireRun",
-    "Host",
     "HostReply",
     "OpenStream",
     "ParentReply",
     "Passivate",
-    "Peers",
     "Query",
     "Reply",
     "inline_reply",
@@ -202,89 +189,3 @@ class ExpireRun:
 
     reply: ParentReply | DelegateReply
     timeout: float
-
-
-class Host(Protocol):
-    """What an `AgentCell` asks of the host that runs it.
-
-    Every method is called from the agent's own turn and must not block: work starts here and
-    its completion comes back later as a message to the agent (``cell.deliver``).
-    """
-
-    @property
-    def closing(self) -> bool:
-        """Whether the host is shutting down (agents keep their stored status)."""
-        ...
-
-    def persist(self, node: AgentNode) -> None:
-        """Write the agent's buffered events and its status; raise `StoreError` on failure."""
-        ...
-
-    def call_model(self, cell: AgentCell, effect: CallModel) -> None:
-        """Start a model request; deliver `ModelReplied`."""
-        ...
-
-    def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
-        """Start a tool call; deliver `ToolFinished`."""
-        ...
-
-    def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
-        """Ask the in-process approval handler; deliver `ApprovalDecided`."""
-        ...
-
-    def run_child(self, cell: AgentCell, effect: RunChild) -> None:
-        """Spawn (or reuse a kept) child and start its run; its end arrives as `ChildFinished`."""
-        ...
-
-    def resume_child(self, cell: AgentCell, effect: ResumeChild) -> None:
-        """Route answers down to a suspended child."""
-        ...
-
-    def cancel_agent(self, agent_id: str, reason: str) -> None:
-        """Cancel an agent's run in progress (its descendants follow)."""
-        ...
-
-    def start_delegation(self, cell: AgentCell, message: Delegate) -> None:
-        """Spawn a child for a tool's ``ctx.delegate``; its end arrives as `DelegateDone`."""
-        ...
-
-    def tell(self, agent_id: str, message: Any) -> None:
-        """Send ``message`` to another agent of this host (a parent), if it is still there."""
-        ...
-
-    def peer_exists(self, agent_id: str) -> bool:
-        """Whether a peer message to ``agent_id`` can be delivered (live, or asleep)."""
-        ...
-
-    def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
-        """Deliver a logged peer message to its receiver as a `PeerMessage` input."""
-        ...
-
-    def child_done(self, node: AgentNode, effect: Finish) -> None:
-        """A child answered its parent: stop it unless it is kept or waits on a request."""
-        ...
-
-    def agent_stopped(self, node: AgentNode) -> None:
-        """The agent's cell was released: it no longer counts as live."""
-        ...
-
-
-class Peers(Protocol):
-    """The other hosts of a host that is one of many (Ray's agent hosts).
-
-    A `LocalHost` consults it for what is not its own: where a new child starts, and where a
-    message to an agent it does not hold goes. Without one, a host runs every agent itself.
-    """
-
-    def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
-        """Start a new child on another host if the placement says so.
-
-        Called before the child's first events are written. Returns the stand-in that takes the
-        place of the child's actor here (``tell``, ``stop``, ``is_alive``, ``ask``, like a
-        pykka ``ActorRef``), or None to start the child on this host.
-        """
-        ...
-
-    def send(self, agent_id: str, message: Any) -> bool:
-        """Deliver ``message`` to an agent of another host; False if no host holds it."""
-        ...

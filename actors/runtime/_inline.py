@@ -25,7 +25,7 @@ from actors.loop._agent import Agent, Subagent
 from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._outcome import outcome_of_error, outcome_of_return
-from actors.loop._toolset import ToolsetHost
+from actors.loop._toolset_host import ToolsetHost
 from actors.loop._types import (
     ApprovalDecided,
     AskApproval,

@@ -16,7 +16,7 @@ import gc
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import pykka
 
@@ -28,7 +28,7 @@ from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
 from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
-from actors.loop._toolset import ToolsetHost
+from actors.loop._toolset_host import ToolsetHost
 from actors.loop._types import (
     AskApproval,
     CallModel,
@@ -48,7 +48,6 @@ from actors.runtime._host import (
     DelegateReply,
     ExpireRun,
     ParentReply,
-    Peers,
     inline_reply,
 )
 from actors.runtime._mailbox import Dispatcher
@@ -64,6 +63,27 @@ __all__ = ["ASK_TIMEOUT", "LocalHost"]
 _log = get_logger("actors.runtime")
 
 ASK_TIMEOUT = 10.0
+
+
+class Peers(Protocol):
+    """The other hosts of a host that is one of many (Ray's agent hosts).
+
+    A `LocalHost` consults it for what is not its own: where a new child starts, and where a
+    message to an agent it does not hold goes. Without one, a host runs every agent itself.
+    """
+
+    def place(self, child: AgentNode, loop: AgentLoop, subagent: Subagent | None) -> Any:
+        """Start a new child on another host if the placement says so.
+
+        Called before the child's first events are written. Returns the stand-in that takes the
+        place of the child's actor here (``tell``, ``stop``, ``is_alive``, ``ask``, like a
+        pykka ``ActorRef``), or None to start the child on this host.
+        """
+        ...
+
+    def send(self, agent_id: str, message: Any) -> bool:
+        """Deliver ``message`` to an agent of another host; False if no host holds it."""
+        ...
 
 
 class LocalHost(Orchestration):

@@ -20,7 +20,7 @@ from actors.runtime._observer import installed, notify_event
 from actors.runtime._stream import SubagentFinished, TreeStream, to_stream_events
 
 if TYPE_CHECKING:
-    from actors.loop._toolset import ToolsetHost
+    from actors.loop._toolset_host import ToolsetHost
     from actors.loop._types import Finish
     from actors.models._model import Model
     from actors.runtime._effects import ApprovalHandler

@@ -31,7 +31,7 @@ from actors.store._protocol import SessionStore
 if TYPE_CHECKING:
     from actors.context._events import Clock, Event
     from actors.loop._loop import TreeLimits
-    from actors.loop._toolset import ToolsetHost
+    from actors.loop._toolset_host import ToolsetHost
     from actors.models._model import Model
 
 __all__ = ["RestoreHost", "restore_tree"]

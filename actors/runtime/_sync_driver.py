@@ -20,7 +20,7 @@ from actors.exceptions import RunFailedError
 from actors.loop._agent import Agent
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import AgentLoop, TreeLimits
-from actors.loop._toolset import ToolsetHost, toolsets_of_tree
+from actors.loop._toolset_host import ToolsetHost, toolsets_of_tree
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
 from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler

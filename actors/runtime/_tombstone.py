@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from actors.runtime._node import AgentNode
+from typing import Protocol
 
 __all__ = ["Tombstone", "TreeNode"]
+
+
+class _Record(Protocol):
+    """What a tombstone keeps of an agent's record (`AgentNode`)."""
+
+    agent_id: str
+    name: str
+    parent_id: str | None
+    status: str
+    step: int
+    children: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +69,7 @@ class Tombstone:
     children: tuple[str, ...]
 
     @classmethod
-    def of(cls, node: AgentNode) -> Tombstone:
+    def of(cls, node: _Record) -> Tombstone:
         """The tombstone of ``node``."""
         return cls(
             node.agent_id, node.name, node.parent_id, node.status, node.step, tuple(node.children)

@@ -25,7 +25,7 @@ NOT_REEXPORTED = {
     "actors.runtime._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
     "actors.runtime._stream.TreeStream": "the queue behind run_stream; users iterate it",
     "actors.runtime._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
-    "actors.loop._toolset.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
+    "actors.loop._toolset_host.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
 }
 
 CONTEXT_MODULES = sorted(p.stem for p in (PACKAGE / "context").glob("_*.py"))

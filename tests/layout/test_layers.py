@@ -1,13 +1,16 @@
 """The package's layers (DESIGN.md "Layers"): imports flow downward only, and no module cycles.
 
-Imports under ``if TYPE_CHECKING:`` are left out (they never run); imports inside functions
-count, since they run.
+Imports inside functions count, since they run; so do imports under ``if TYPE_CHECKING:`` (a
+type-only import ties two modules as surely as a running one: the floors hold for them too,
+and the few type-only cycles left are listed below as debts, to shrink, never to grow).
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 import actors
 
@@ -51,13 +54,28 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+# Type-only cycles still to pay (each pair: the type-only import, then the module it cycles
+# with). The host layer (issue 24) takes them on; a new one fails the test.
+TYPE_ONLY_DEBTS: set[tuple[str, str]] = {
+    ("actors.runtime._observer", "actors.runtime._node"),
+    ("actors.runtime._virtual", "actors.runtime._local"),
+    ("actors.sim._chart", "actors.sim._table"),
+    ("actors.ray._remote_child", "actors.ray._peers"),
+    ("actors.ray._peers", "actors.ray._server"),
+    ("actors.ray._entries", "actors.ray._client"),
+}
+
+
+def _runtime_imports(path: Path, modules: set[str], *, typing: bool = False) -> set[str]:
     tree = ast.parse(path.read_text())
     skipped: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
                 skipped.update(id(n) for n in ast.walk(child))
+    if typing:  # the imports under TYPE_CHECKING only
+        kept = skipped
+        skipped = {id(n) for n in ast.walk(tree)} - kept
     found: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -73,13 +91,26 @@ def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, typing: bool = False) -> dict[str, set[str]]:
+    """Who imports whom at run time (``typing``: who imports whom for type checking only)."""
     modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        deps = _runtime_imports(path, set(modules))
+        deps = _runtime_imports(path, set(modules), typing=typing)
         graph[name] = {m for m in deps if m in modules and m != name}
     return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        for dep in graph[todo.pop()]:
+            if dep == goal:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return False
 
 
 def test_every_package_has_a_floor() -> None:
@@ -87,9 +118,10 @@ def test_every_package_has_a_floor() -> None:
     assert units <= set(FLOORS) | {"__main__"}, sorted(units - set(FLOORS))
 
 
-def test_imports_flow_downward_only() -> None:
+@pytest.mark.parametrize("typing", [False, True], ids=["running", "type-only"])
+def test_imports_flow_downward_only(typing: bool) -> None:
     upward = []
-    for name, deps in _graph().items():
+    for name, deps in _graph(typing=typing).items():
         floor = FLOORS.get(_unit(name), 99)
         for dep in deps:
             if FLOORS.get(_unit(dep), 99) > floor:
@@ -118,3 +150,16 @@ def test_no_import_cycles_between_modules() -> None:
         if node not in state:
             visit(node)
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_type_only_imports_close_no_new_cycle() -> None:
+    running, typing = _graph(), _graph(typing=True)
+    both = {name: running[name] | typing[name] for name in running}
+    cycles = {
+        (name, dep)
+        for name, deps in typing.items()
+        for dep in deps
+        if dep not in running[name] and _reaches(both, dep, name)
+    }
+    assert cycles <= TYPE_ONLY_DEBTS, sorted(cycles - TYPE_ONLY_DEBTS)
+    assert TYPE_ONLY_DEBTS <= cycles, f"paid, take off the list: {sorted(TYPE_ONLY_DEBTS - cycles)}"
