@@ -162,4 +162,4 @@ def test_type_only_imports_close_no_new_cycle() -> None:
         if dep not in running[name] and _reaches(both, dep, name)
     }
     assert cycles <= TYPE_ONLY_DEBTS, sorted(cycles - TYPE_ONLY_DEBTS)
-    assert TYPE_ONLY_DEBTS <= cycles, f"paid, take off the list: {sorted(TYPE_ONLY_DEBTS - cycles)}"
+    assert cycles >= TYPE_ONLY_DEBTS, f"paid, take off the list: {sorted(TYPE_ONLY_DEBTS - cycles)}"
