@@ -328,7 +328,9 @@ class RayRuntime:
         )
         with self._client.lock:
             self._client.roots[info.agent_id] = root
-        return AgentRef(self._client, info.agent_id, name=info.name, session_id=info.session_id)
+        return AgentRef._new(
+            self._client, info.agent_id, name=info.name, session_id=info.session_id
+        )
 
     def spawn(
         self,
@@ -420,7 +422,7 @@ class RayRuntime:
                 f"session {session_id!r} is run by an agent of spec {live.name!r}, not "
                 f"{agent.name!r}; open it with that spec (specs are matched by name)"
             )
-        return AgentRef(self._client, live.agent_id, name=live.name, session_id=session_id)
+        return AgentRef._new(self._client, live.agent_id, name=live.name, session_id=session_id)
 
     def _driver_store(self, store: StoreLike) -> SessionStore:
         if isinstance(store, SessionStore):
@@ -480,13 +482,13 @@ class RayRuntime:
         with client.lock:
             root = client.roots.get(agent_id)
         if root is not None:
-            return AgentRef(client, agent_id, name=root.name, session_id=root.session_id)
+            return AgentRef._new(client, agent_id, name=root.name, session_id=root.session_id)
         found = wait_for([h.holds.remote(agent_id) for h in client.handles])
         for host, info in enumerate(found):
             if info is not None:
                 with client.lock:
                     client.where[agent_id] = host
-                return AgentRef(
+                return AgentRef._new(
                     client,
                     agent_id,
                     name=info["name"],

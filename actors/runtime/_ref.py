@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, cast
 
 from typing_extensions import TypeVar
 
@@ -93,8 +93,23 @@ class AgentRef(Generic[OutputT]):
     it from its store.
     """
 
-    def __init__(
-        self,
+    _host: RefHost
+    _id: str
+    _name: str
+    _parent_id: str | None
+    _session_id: str | None
+    _tree: Tree | None
+    _incarnation: str | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise UserError(
+            "an AgentRef is not built by hand: get one from spawn(), open_session(), restore() "
+            "or ref() of a Runtime, Simulation or RayRuntime"
+        )
+
+    @classmethod
+    def _new(
+        cls,
         host: RefHost,
         agent_id: str,
         *,
@@ -102,21 +117,24 @@ class AgentRef(Generic[OutputT]):
         parent_id: str | None = None,
         session_id: str | None = None,
         tree: Tree | None = None,
-    ) -> None:
-        self._host = host
-        self._id = agent_id
-        self._name = name
-        self._parent_id = parent_id
-        self._session_id = session_id
+    ) -> Self:
+        """A handle on ``agent_id`` of ``host`` (the hosts' constructor; users get refs)."""
+        ref = cls.__new__(cls)
+        ref._host = host
+        ref._id = agent_id
+        ref._name = name
+        ref._parent_id = parent_id
+        ref._session_id = session_id
         # The tree the agent belonged to when this ref was made: how it ended, and which life
         # of an id this ref addresses (an id may be given again after its agent stopped).
-        self._tree = tree
-        self._incarnation = tree.incarnation if tree is not None else session_id
+        ref._tree = tree
+        ref._incarnation = tree.incarnation if tree is not None else session_id
+        return ref
 
     @classmethod
     def of(cls, host: LocalHost, node: AgentNode) -> AgentRef[Any]:
         """The handle of a host's agent."""
-        return cls(
+        return cls._new(
             host,
             node.agent_id,
             name=node.name,

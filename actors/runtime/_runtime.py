@@ -438,7 +438,7 @@ class Runtime:
                 return AgentRef.of(host, node)
             dormant = host.virtual.dormant(agent_id)
             if dormant is not None:
-                return AgentRef(
+                return AgentRef._new(
                     host,
                     agent_id,
                     name=dormant.names.get(agent_id, ""),

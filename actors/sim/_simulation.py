@@ -154,7 +154,7 @@ class Simulation:
         host = self._host
         node, context = new_root(agent_id, agent, metadata, tool_context, host.stamp)
         host.add(node, context)
-        return SimRef(host, agent_id, name=agent.name, tree=node.tree)  # type: ignore[arg-type]
+        return SimRef._new(host, agent_id, name=agent.name, tree=node.tree)  # type: ignore[arg-type]
 
     def _unique_id(self, wanted: str, explicit: str | None) -> str:
         if not isinstance(wanted, str) or not wanted:
@@ -182,7 +182,7 @@ class Simulation:
         """
         cell = self._host.live(agent_id)
         node = cell.node
-        return SimRef(
+        return SimRef._new(
             self._host,  # type: ignore[arg-type]
             agent_id,
             name=node.name,

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from actors import Agent, Runtime
 from actors.host.conformance import HostConformance, PassivationConformance, PeerConformance
 from actors.sim import Simulation
@@ -87,3 +89,11 @@ class TestSyncDriver(HostConformance):
         finally:
             for driver in host.drivers:
                 driver.close()
+
+
+def test_an_agent_ref_is_not_built_by_hand() -> None:
+    from actors import AgentRef
+    from actors.exceptions import UserError
+
+    with pytest.raises(UserError, match="get one from spawn"):
+        AgentRef(None, "someone", name="x")
