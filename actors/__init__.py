@@ -17,6 +17,7 @@ from actors.context._run_context import Delegator, RunContext
 from actors.context._suspension import Answer, Pending, Request
 from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
+from actors.host._face import HostFace, SessionHost
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
 from actors.loop._history import keep_last_turns
 from actors.loop._loop import TreeLimits
@@ -60,6 +61,7 @@ __all__ = [
     "Delegator",
     "Event",
     "HistoryProcessor",
+    "HostFace",
     "InlineModel",
     "keep_last_turns",
     "LoggedEvent",
@@ -79,6 +81,7 @@ __all__ = [
     "RunFuture",
     "RunResult",
     "Runtime",
+    "SessionHost",
     "StreamDelta",
     "StreamEvent",
     "Subagent",

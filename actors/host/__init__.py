@@ -9,4 +9,6 @@ public submodule `actors.host.conformance` holds those behaviours as a test suit
 runs (and that a new host can run too), like `actors.store.conformance` for stores.
 """
 
-__all__: list[str] = []
+from actors.host._face import HostFace, SessionHost
+
+__all__ = ["HostFace", "SessionHost"]

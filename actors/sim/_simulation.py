@@ -290,6 +290,24 @@ class Simulation:
                 progress(host.now)
         return host.now
 
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop every agent of the simulation (its log and rows stay readable); idempotent.
+
+        Args:
+            timeout: Unused (nothing here runs on another thread); as for `Runtime.shutdown`.
+        """
+        host = self._host
+        for agent_id in list(host.cells):
+            cell = host.cells[agent_id]
+            if cell.node.parent_id is None:
+                host.stop_agent(agent_id)
+
+    def __enter__(self) -> Simulation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
     # -- what happened ----------------------------------------------------------------------
 
     @property

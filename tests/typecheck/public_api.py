@@ -120,3 +120,18 @@ def on_ray() -> None:
         ref = runtime.spawn(agent, tool_context=Deps(user_id=1))
         assert_type(ref.run("Weather in Paris?"), RunResult[Weather])
         assert_type(runtime.spawn(lead).run("go"), RunResult[str])
+
+
+def hosts_share_one_face(path: str) -> None:
+    """Runtime, Simulation and RayRuntime are HostFaces; the two with stores SessionHosts."""
+    from actors import HostFace, SessionHost
+    from actors.ray import RayRuntime
+    from actors.sim import Simulation
+
+    faces: list[HostFace] = [Runtime(), Simulation(), RayRuntime()]
+    sessions: list[SessionHost] = [Runtime(), RayRuntime()]
+    spec = Agent("a", output_type=int)
+    for face in faces:
+        assert_type(face.spawn(spec).run("go").output, int | None)
+    for host in sessions:
+        host.open_session(spec, session_id="s", store=path)
