@@ -209,14 +209,8 @@ class InlineHost(Orchestration):
         if cell is None:
             raise AgentStoppedError(f"agent {agent_id!r} is not {self.where}")
         node = cell.node
-        return TreeNode(
-            node.agent_id,
-            node.name,
-            node.parent_id,
-            node.status,
-            node.step,
-            node.tool,
-            tuple(self.tree_of(child) for child in node.children if child in self.cells),
+        return node.view(
+            tuple(self.tree_of(child) for child in node.children if child in self.cells)
         )
 
     def persist(self, node: AgentNode) -> None:

@@ -468,15 +468,7 @@ class LocalHost(Orchestration):
                     for child_id in node.children
                     if child_id in self.nodes or child_id in node.tree.ended
                 ]
-                return TreeNode(
-                    node.agent_id,
-                    node.name,
-                    node.parent_id,
-                    node.status,
-                    node.step,
-                    node.tool,
-                    tuple(children),
-                )
+                return node.view(tuple(children))
             dormant = self.virtual.dormant(agent_id)
             if dormant is not None:
                 return dormant.tree_view(agent_id)

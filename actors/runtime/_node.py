@@ -18,13 +18,13 @@ from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
 from actors.runtime._observer import installed, notify_event
 from actors.runtime._stream import SubagentFinished, TreeStream, to_stream_events
+from actors.runtime._tombstone import Tombstone, TreeNode
 
 if TYPE_CHECKING:
     from actors.loop._toolset_host import ToolsetHost
     from actors.loop._types import Finish
     from actors.models._model import Model
     from actors.runtime._effects import ApprovalHandler
-    from actors.runtime._tombstone import Tombstone
     from actors.store._protocol import SessionStore
 
 __all__ = ["MAX_ENDED", "AgentNode", "Tree", "answered", "new_child", "new_loop", "new_root"]
@@ -270,6 +270,12 @@ class AgentNode:
     def wants_deltas(self) -> bool:
         """Whether a stream open on this agent or an ancestor wants its model's pieces."""
         return any(scope in self.path for scope, _ in self.tree.streams)
+
+    def view(self, children: tuple[TreeNode, ...]) -> TreeNode:
+        """This agent as ``ref.tree()`` shows it, over the views of its children."""
+        return TreeNode(
+            self.agent_id, self.name, self.parent_id, self.status, self.step, self.tool, children
+        )
 
     @property
     def alive(self) -> bool:

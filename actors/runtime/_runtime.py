@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -193,17 +194,13 @@ class Runtime:
                 passivates idle agents (``idle_after``) and no store was given, or an agent of
                 the tree has no model (see ``default_model``).
         """
-        if store is None or not isinstance(session_id, str):
-            return self._spawn(
-                agent,
-                tool_context=tool_context,
-                metadata=metadata,
-                agent_id=agent_id,
-                store=store,
-                session_id=session_id,
-                approval_handler=approval_handler,
-            )
-        with self._opening.hold(session_id):  # not while open_session opens it
+        # Not while open_session opens the same session.
+        guard = (
+            self._opening.hold(session_id)
+            if store is not None and isinstance(session_id, str)
+            else contextlib.nullcontext()
+        )
+        with guard:
             return self._spawn(
                 agent,
                 tool_context=tool_context,
@@ -365,15 +362,9 @@ class Runtime:
             UserError: the session is live here already, or agents of this runtime hold its
                 agent ids (restore it in another `Runtime`).
         """
-        if not isinstance(session_id, str):
-            return self._restore(
-                session_id,
-                store=store,
-                agents=agents,
-                tool_context=tool_context,
-                approval_handler=approval_handler,
-            )
-        with self._opening.hold(session_id):  # not while open_session opens it
+        # Not while open_session opens the same session.
+        opening = isinstance(session_id, str)
+        with self._opening.hold(session_id) if opening else contextlib.nullcontext():
             return self._restore(
                 session_id,
                 store=store,
