@@ -16,23 +16,27 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError, HostLostError
 from actors.ray._inputs import AskInput, RunInput, TellInput
-from actors.ray._lane import host_gone
+from actors.ray._lane import Lane, host_gone
 from actors.ray._outbox import OutboxReader
 from actors.ray._wire import Missing, Outcome, Taken
 from actors.runtime._host import settle
 from actors.runtime._stream import TreeStream
 
-if TYPE_CHECKING:
-    from actors.ray._client import RayClient
-
-__all__ = ["AskEntry", "DriverEntry", "RunEntry", "TellEntry", "host_lost"]
+__all__ = ["AskEntry", "DriverEntry", "Hosts", "RunEntry", "TellEntry", "host_lost"]
 
 _log = get_logger("actors.ray")
+
+
+class Hosts(Protocol):
+    """What an entry reads of the driver's client (`RayClient`): each host's handle and lane."""
+
+    handles: list[Any]
+    lanes: list[Lane]
 
 
 def host_lost(agent_id: str, cause: BaseException | None) -> HostLostError:
@@ -64,7 +68,7 @@ class DriverEntry:
 
     def __init__(
         self,
-        client: RayClient,
+        client: Hosts,
         agent_id: str,
         host: int,
         incarnation: str | None,
@@ -105,7 +109,7 @@ class _Awaited(DriverEntry):
 
     def __init__(
         self,
-        client: RayClient,
+        client: Hosts,
         agent_id: str,
         host: int,
         incarnation: str | None,
@@ -203,7 +207,7 @@ class RunEntry(_Awaited):
 
     def __init__(
         self,
-        client: RayClient,
+        client: Hosts,
         agent_id: str,
         host: int,
         incarnation: str | None,
@@ -244,7 +248,7 @@ class AskEntry(_Awaited):
 
     def __init__(
         self,
-        client: RayClient,
+        client: Hosts,
         agent_id: str,
         host: int,
         incarnation: str | None,
@@ -309,7 +313,7 @@ class TellEntry(DriverEntry):
 
     def __init__(
         self,
-        client: RayClient,
+        client: Hosts,
         agent_id: str,
         host: int,
         incarnation: str | None,

@@ -62,7 +62,6 @@ TYPE_ONLY_DEBTS: set[tuple[str, str]] = {
     ("actors.sim._chart", "actors.sim._table"),
     ("actors.ray._remote_child", "actors.ray._peers"),
     ("actors.ray._peers", "actors.ray._server"),
-    ("actors.ray._entries", "actors.ray._client"),
 }
 
 
