@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
     from actors.models._cached import CachedModel
     from actors.models._fallback import FallbackModel, is_provider_failure
-    from actors.models._infer import KNOWN_PROVIDERS, infer_model
+    from actors.models._infer import (
+        KNOWN_PROVIDERS,
+        ProviderFactory,
+        infer_model,
+        providers,
+        register_provider,
+    )
     from actors.models._openai import OpenAIChatModel
     from actors.models._retry import RetryPolicy
 
@@ -40,6 +46,9 @@ __all__ = [
     "is_provider_failure",
     "KNOWN_PROVIDERS",
     "OpenAIChatModel",
+    "ProviderFactory",
+    "providers",
+    "register_provider",
     "RetryPolicy",
 ]
 
@@ -52,6 +61,9 @@ _HOMES = {
     "KNOWN_PROVIDERS": "_infer",
     "infer_model": "_infer",
     "OpenAIChatModel": "_openai",
+    "ProviderFactory": "_infer",
+    "providers": "_infer",
+    "register_provider": "_infer",
     "RetryPolicy": "_retry",
 }
 

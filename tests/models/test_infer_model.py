@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 import actors.models
+from actors import Agent
 from actors.context._messages import UserMessage
 from actors.exceptions import ModelAuthenticationError, UserError
 from actors.models import (
@@ -155,3 +157,61 @@ def test_a_model_with_a_user_client_refuses_to_pickle() -> None:
                 pickle.dumps(OpenAIChatModel("m", http_client=client))
 
     asyncio.run(main())
+
+
+# -- the provider registry --------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    from actors.models import _infer
+
+    saved = dict(_infer._registry)
+    yield
+    _infer._registry.clear()
+    _infer._registry.update(saved)
+
+
+def test_a_registered_provider_makes_models_from_strings(registry: None) -> None:
+    from actors.models import providers, register_provider
+
+    seen: list[tuple[str, str | None, object]] = []
+
+    def gateway(name: str, base_url: str | None, api_key: object) -> OpenAIChatModel:
+        seen.append((name, base_url, api_key))
+        url = base_url or "http://gateway.internal/v1"
+        return OpenAIChatModel(name, base_url=url, provider="gateway")
+
+    register_provider("gateway", gateway)
+    assert "gateway" in providers()
+    model = infer_model("gateway:large")
+    assert (model.name, seen) == ("gateway:large", [("large", None, None)])
+    infer_model("gateway:small", base_url="http://other/v1", api_key="k")
+    assert seen[-1] == ("small", "http://other/v1", "k")
+    # an agent takes it by name, as a built-in one
+    assert Agent("a", model="gateway:large").model is not None
+
+
+def test_registering_a_taken_or_bad_name_is_refused(registry: None) -> None:
+    from actors.models import register_provider
+
+    def factory(name: str, base_url: str | None, api_key: object) -> OpenAIChatModel:
+        return OpenAIChatModel(name, base_url="http://x/v1")
+
+    with pytest.raises(UserError, match="registered already; pass replace=True"):
+        register_provider("openai", factory)
+    for bad in ("", "Upper", "test", "a:b", 3):
+        with pytest.raises(UserError, match="provider's name"):
+            register_provider(bad, factory)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="callable factory"):
+        register_provider("mine", "not a function")  # type: ignore[arg-type]
+    register_provider("openai", factory, replace=True)
+    assert infer_model("openai:gpt").name == "openai:gpt"
+
+
+def test_a_factory_that_returns_no_model_is_named(registry: None) -> None:
+    from actors.models import register_provider
+
+    register_provider("broken", lambda name, base_url, api_key: "nope")  # type: ignore[arg-type,return-value]
+    with pytest.raises(UserError, match="factory of provider 'broken' returned str, not a Model"):
+        infer_model("broken:x")
