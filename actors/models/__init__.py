@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._cache_key import request_key
     from actors.models._cached import CachedModel
     from actors.models._fallback import FallbackModel, is_provider_failure
     from actors.models._infer import KNOWN_PROVIDERS, infer_model
@@ -40,6 +41,7 @@ __all__ = [
     "is_provider_failure",
     "KNOWN_PROVIDERS",
     "OpenAIChatModel",
+    "request_key",
     "RetryPolicy",
 ]
 
@@ -53,6 +55,7 @@ _HOMES = {
     "infer_model": "_infer",
     "OpenAIChatModel": "_openai",
     "RetryPolicy": "_retry",
+    "request_key": "_cache_key",
 }
 
 
