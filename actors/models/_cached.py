@@ -211,15 +211,17 @@ class CachedModel:
     def _known(self, key: str) -> ModelResponse | None:
         with self._lock:
             response = self._recorded.get(key)
+            row = None
             if response is None and self.mode != "record":
                 row = self._db.execute(
                     "SELECT response FROM replies WHERE key = ?", (key,)
                 ).fetchone()
-                if row is not None:
-                    response = _read(row[0], key)
-            if response is not None:
+        if row is not None:
+            response = _read(row[0], key)  # outside the lock: other threads go on meanwhile
+        if response is not None:
+            with self._lock:
                 self.hits += 1
-            return response
+        return response
 
     def _store(self, key: str, response: ModelResponse) -> ModelResponse:
         """Record ``response``; the reply this key now has (another process's, if it won)."""
