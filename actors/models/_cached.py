@@ -62,6 +62,10 @@ class _Stored(BaseModel):
     fallbacks: tuple[ModelFallback, ...] = ()
 
 
+class _AskedInVain(Exception):
+    """The first asker of a request got no reply (failed or cancelled): ask again."""
+
+
 def _dump(response: ModelResponse) -> str:
     stored = _Stored(
         message=response.message,
@@ -277,17 +281,19 @@ class CachedModel:
             # again (this request's own failure is its own).
             try:
                 response = await asyncio.shield(asyncio.wrap_future(shared))
-            except Exception:
+            except _AskedInVain:
                 continue
             with self._lock:
                 self.hits += 1
             return response
         try:
             response = self._store(key, await inner.request(request))
-        except BaseException as exc:
+        except BaseException:
             with self._lock:
                 del self._in_flight[key]
-            mine.set_exception(exc)
+            # Not the error itself: a cancellation of the asker that went first is not the
+            # others' (they were not cancelled), nor is its model error theirs to share.
+            mine.set_exception(_AskedInVain())
             raise
         with self._lock:
             del self._in_flight[key]

@@ -168,6 +168,38 @@ def test_identical_requests_in_flight_together_ask_once_and_share_the_reply(
         assert asyncio.run(replay.request(request)).message == reply.message
 
 
+def test_when_the_first_asker_is_cancelled_the_one_waiting_asks_itself(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    class FirstHangs:
+        name = "hangs"
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            calls.append(1)
+            if len(calls) == 1:
+                await asyncio.Event().wait()  # until cancelled
+            return ModelResponse(AssistantMessage(content="answered"))
+
+    model = CachedModel(FirstHangs(), tmp_path / "c.db")
+    request = ModelRequest(messages=(UserMessage(content="q"),))
+
+    async def scene() -> str:
+        first = asyncio.ensure_future(model.request(request))
+        await asyncio.sleep(0)  # the first asks the model, and hangs there
+        second = asyncio.ensure_future(model.request(request))
+        await asyncio.sleep(0)  # the second waits for the first's reply
+        assert calls == [1]
+        first.cancel()
+        reply = await second
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return reply.message.content
+
+    assert asyncio.run(scene()) == "answered"
+    assert len(calls) == 2
+    assert len(model) == 1
+
+
 def test_threads_recording_at_once_lose_and_duplicate_no_row(tmp_path: Path) -> None:
     inner = SlowCounting()
     model = CachedModel(inner, tmp_path / "c.db")
