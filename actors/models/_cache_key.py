@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -45,9 +45,9 @@ _MEMO_LIMIT = 50_000
 _messages: dict[int, tuple[Message, bytes, tuple[str, ...]]] = {}
 _tools: dict[int, tuple[ToolDefinition, bytes]] = {}
 _heads: dict[str, bytes] = {}
-# (log id, generation, first, head) -> (length, digest state, call-id order, pattern) of an
-# agent's transcript as far as it was hashed: the next request hashes only what was added.
-_Chain = tuple[int, Any, dict[str, int], list[int]]
+# (log id, generation, first, head) -> (length, digest state, call-id ordinals) of an agent's
+# transcript as far as it was hashed: the next request hashes only what was added.
+_Chain = tuple[int, Any, dict[str, int]]
 _chains: dict[tuple[int, int, int, bytes], _Chain] = {}
 _CHAINS_LIMIT = 50_000
 
@@ -86,36 +86,34 @@ def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
 
 
 def _add(
-    state: Any, messages: Sequence[Message] | MessageView, order: dict[str, int], pattern: list[int]
+    state: Any,
+    entries: Iterable[tuple[Message, bytes, tuple[str, ...]]],
+    order: dict[str, int],
 ) -> None:
-    for message in messages:
-        _, text, ids = _canonical(message)
+    """Hash each message's text, then (on a line of their own) its call ids' ordinals."""
+    for _, text, ids in entries:
         state.update(text)
         state.update(b"\n")
-        for call_id in ids:
-            pattern.append(order.setdefault(call_id, len(order)))
+        if ids:  # "@0,1": a line that no message's JSON text can be
+            ordinals = ",".join(str(order.setdefault(call_id, len(order))) for call_id in ids)
+            state.update(f"@{ordinals}\n".encode())
 
 
-def _digest_all(messages: Sequence[Message]) -> tuple[bytes, list[int]]:
+def _digest_all(messages: Sequence[Message]) -> bytes:
     """Every message hashed (a list or tuple of messages, e.g. after history processors)."""
     state = hashlib.sha256()
-    order: dict[str, int] = {}
-    pattern: list[int] = []
-    for message in messages:
-        _, text, ids = _remembered(message)
-        state.update(text)
-        state.update(b"\n")
-        for call_id in ids:
-            pattern.append(order.setdefault(call_id, len(order)))
-    return state.digest(), pattern
+    _add(state, map(_remembered, messages), {})
+    return state.digest()
 
 
-def _digest_view(view: MessageView, origin: tuple[int, int, int]) -> tuple[bytes, list[int]]:
+def _digest_view(view: MessageView, origin: tuple[int, int, int]) -> bytes:
     """An agent's transcript hashed from where its previous request's hashing stopped."""
     head = view.head
     head_text = b""
     if head is not None:
-        _, head_text, head_ids = _remembered(head)
+        # A head is made anew for each request (instructions over the logged system prompt):
+        # not worth remembering by object.
+        _, head_text, head_ids = _canonical(head)
         if head_ids:  # a head with tool calls is not worth a shortcut
             return _digest_all(view)
     first = 0 if view.hidden is None else 1
@@ -127,15 +125,14 @@ def _digest_view(view: MessageView, origin: tuple[int, int, int]) -> tuple[bytes
         if head is not None:
             state.update(head_text)
             state.update(b"\n")
-        start, order, pattern = first, {}, []
+        start, order = first, {}
     else:
-        start, state = chain[0], chain[1].copy()
-        order, pattern = dict(chain[2]), list(chain[3])
-    _add(state, view.transcript_since(start), order, pattern)
+        start, state, order = chain[0], chain[1].copy(), dict(chain[2])
+    _add(state, map(_canonical, view.transcript_since(start)), order)
     if len(_chains) >= _CHAINS_LIMIT:
         _chains.clear()
-    _chains[name] = (stop, state, order, pattern)  # never updated again: later ones copy it
-    return state.digest(), list(pattern)
+    _chains[name] = (stop, state, order)  # never updated again: later requests copy it
+    return state.digest()
 
 
 def _tool_text(tool: ToolDefinition) -> bytes:
@@ -176,11 +173,9 @@ def request_key(request: ModelRequest, model_name: str) -> str:
     messages = request.messages
     origin = messages.origin if isinstance(messages, MessageView) else None
     if isinstance(messages, MessageView) and origin is not None:
-        digest, pattern = _digest_view(messages, origin)
+        parts.append(_digest_view(messages, origin))
     else:
-        digest, pattern = _digest_all(messages)
-    parts.append(digest)
-    parts.append(repr(pattern).encode())
+        parts.append(_digest_all(messages))
     return hashlib.sha256(b"\n".join(parts)).hexdigest()
 
 

@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS replies (
 )
 """
 
+_READ_AT_ONCE = 100_000
+"""A file holding at most this many replies is read into memory when opened."""
+
 _BUSY_TIMEOUT_S = 30.0
 """How long a writer waits for another process's write to the same file."""
 
@@ -184,6 +187,15 @@ class CachedModel:
         self._rng = random.Random(0)
         self._lock = threading.Lock()
         self._db = _open(path)
+        # A file of moderate size is read into memory at once (outside "record" mode, which
+        # looks up only what it recorded itself): a lookup is then a dict's, not a query's,
+        # and a replayed step costs little more than a scripted one. Keys not found there
+        # (another process may have recorded them since) are still looked up in the file.
+        self._texts: dict[str, str] = {}
+        if mode != "record":
+            count = int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+            if count <= _READ_AT_ONCE:
+                self._texts = dict(self._db.execute("SELECT key, response FROM replies"))
         # The replies this object recorded (identical requests get the same one) and the
         # model calls in flight (identical requests wait for them): the inner model is asked
         # at most once per key.
@@ -215,13 +227,16 @@ class CachedModel:
     def _known(self, key: str) -> ModelResponse | None:
         with self._lock:
             response = self._recorded.get(key)
-            row = None
+            text = None
             if response is None and self.mode != "record":
-                row = self._db.execute(
-                    "SELECT response FROM replies WHERE key = ?", (key,)
-                ).fetchone()
-        if row is not None:
-            response = _read(row[0], key)  # outside the lock: other threads go on meanwhile
+                text = self._texts.get(key)
+                if text is None:
+                    row = self._db.execute(
+                        "SELECT response FROM replies WHERE key = ?", (key,)
+                    ).fetchone()
+                    text = None if row is None else row[0]
+        if text is not None:
+            response = _read(text, key)  # outside the lock: other threads go on meanwhile
         if response is not None:
             with self._lock:
                 self.hits += 1
