@@ -10,6 +10,10 @@
   here (``record_events=False``); each agent's own log is.
 - sweep: one simulation of a 2,000-agent world, then `sweep` over 8 seeds in processes: the
   wall time against 8 x one (overlap on the machine's cores).
+- replay: the ring (2,000 agents, each prompt naming its agent, so every request is its own)
+  recorded through `CachedModel` into a SQLite file, then replayed from it alone
+  (``mode="replay"``, no inner model): agent-steps/s of the replay (issue 31's target:
+  >= 20,000/s), beside the same ring with the scripted model in the same process.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,11 +41,13 @@ from actors import (
     ToolResultMessage,
     Usage,
 )
+from actors.models import CachedModel
 from actors.sim import Simulation, sweep
 from actors.testing import ScriptedModel
 from bench._common import finish, parser, rss_bytes
 
 STEPS_TARGET = 25_000
+REPLAY_TARGET = 20_000
 
 
 def tell(ctx: RunContext[dict[str, str]]) -> tuple[str, ContextUpdate]:
@@ -75,23 +82,35 @@ class ConstantModel:
         return self._done if isinstance(last, ToolResultMessage) else self._call
 
 
-def ring(sim: Simulation, agents: int, rounds: int, *, constant: bool = False) -> None:
-    """``agents`` agents in a ring; each runs ``rounds`` times, one a virtual second."""
+def ring(
+    sim: Simulation,
+    agents: int,
+    rounds: int,
+    *,
+    constant: bool = False,
+    model: Any = None,
+    named: bool = False,
+) -> None:
+    """``agents`` agents in a ring; each runs ``rounds`` times, one a virtual second.
+
+    ``named``: each prompt names its agent and the round (no two requests are the same).
+    """
     ids = [f"a{i}" for i in range(agents)]
     neighbours = {agent_id: ids[(i + 1) % agents] for i, agent_id in enumerate(ids)}
     # One script for all (per_agent): each agent's place in it is read from its transcript.
-    model: Any = (
-        ConstantModel()
-        if constant
-        else ScriptedModel([ToolCall(id="t", name="tell"), "ok"] * rounds, per_agent=True)
-    )
+    if model is None:
+        model = (
+            ConstantModel()
+            if constant
+            else ScriptedModel([ToolCall(id="t", name="tell"), "ok"] * rounds, per_agent=True)
+        )
     spec = Agent("peer", model=model, tools=[TELL], on_message="queue")
     for agent_id in ids:
         sim.spawn(spec, agent_id=agent_id, tool_context=neighbours)
 
     def tick() -> None:
         for agent_id in ids:
-            sim.ref(agent_id).run_async("go")
+            sim.ref(agent_id).run_async(f"go {agent_id} {sim.now:g}" if named else "go")
 
     for r in range(rounds):
         sim.at(float(r), tick)
@@ -169,6 +188,53 @@ def sweep_overlap(agents: int, seeds: int) -> dict[str, Any]:
     }
 
 
+def _timed_run(sim: Simulation) -> tuple[float, float]:
+    gc.collect()
+    began, cpu = time.perf_counter(), time.process_time()
+    sim.run()
+    return time.perf_counter() - began, time.process_time() - cpu
+
+
+def replay(agents: int, rounds: int) -> dict[str, Any]:
+    """A recorded ring replayed from its `CachedModel` file, beside the scripted ring."""
+
+    def script() -> ScriptedModel:
+        return ScriptedModel([ToolCall(id="t", name="tell"), "ok"] * rounds, per_agent=True)
+
+    scripted = Simulation(seed=1)
+    ring(scripted, agents, rounds, model=script(), named=True)
+    scripted_wall, scripted_cpu = _timed_run(scripted)
+    with tempfile.TemporaryDirectory(prefix="actors-bench-replay-") as folder:
+        path = Path(folder) / "replies.db"
+        recording = Simulation(seed=1)
+        recorder = CachedModel(script(), path, mode="record")
+        ring(recording, agents, rounds, model=recorder, named=True)
+        record_wall, _ = _timed_run(recording)
+        recorder.close()
+        replaying = Simulation(seed=1)
+        player = CachedModel(None, path, mode="replay", name="scripted")
+        ring(replaying, agents, rounds, model=player, named=True)
+        wall, cpu = _timed_run(replaying)
+        rows = len(player)
+        player.close()
+    same = recording.events == replaying.events
+    return {
+        "agents": agents,
+        "rounds": rounds,
+        "steps": replaying.steps,
+        "rows": rows,
+        "hits": player.hits,
+        "same_log": same,
+        "record_s": record_wall,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "steps_per_s": replaying.steps / wall,
+        "steps_per_cpu_s": replaying.steps / cpu,
+        "scripted_steps_per_s": scripted.steps / scripted_wall,
+        "scripted_steps_per_cpu_s": scripted.steps / scripted_cpu,
+    }
+
+
 def main() -> int:
     args = parser(__doc__).parse_args()
     quick = args.quick
@@ -177,7 +243,14 @@ def main() -> int:
     steps = steps_per_second(500 if quick else 10_000, 2 if quick else 5)
     loop_only = steps_per_second(500 if quick else 10_000, 2 if quick else 5, constant=True)
     overlap = sweep_overlap(200 if quick else 2_000, 2 if quick else 8)
-    payload = {"steps": steps, "loop_only": loop_only, "hundred_thousand": big, "sweep": overlap}
+    replayed = replay(200 if quick else 2_000, 2 if quick else 5)
+    payload = {
+        "steps": steps,
+        "loop_only": loop_only,
+        "hundred_thousand": big,
+        "sweep": overlap,
+        "replay": replayed,
+    }
 
     return finish(payload, args.json, lambda: render(payload))
 
@@ -210,8 +283,22 @@ def render(payload: dict[str, Any]) -> str:
             f"| sweep of {w['seeds']} seeds ({w['agents']:,} agents each) vs one | "
             f"{w['sweep_s']:.2f} s vs {w['one_s']:.2f} s: overlap {w['overlap']:.2f}x "
             f"on {w['processes']} cores |",
+            *_replay_rows(payload.get("replay")),
         ]
     )
+
+
+def _replay_rows(r: dict[str, Any] | None) -> list[str]:
+    if r is None:
+        return []
+    ok = "meets" if r["steps_per_cpu_s"] >= REPLAY_TARGET else "misses"
+    same = "the same event log" if r["same_log"] else "A DIFFERENT EVENT LOG"
+    return [
+        f"| replay of a recorded run from `CachedModel` ({r['agents']:,} agents, "
+        f"{r['rows']:,} recorded replies): agent-steps/s | {r['steps_per_s']:,.0f} wall, "
+        f"{r['steps_per_cpu_s']:,.0f} per CPU-second ({ok} the {REPLAY_TARGET:,}/s target; "
+        f"the scripted model: {r['scripted_steps_per_cpu_s']:,.0f}); {same} |",
+    ]
 
 
 if __name__ == "__main__":

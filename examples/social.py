@@ -33,7 +33,7 @@ from actors import (
     ToolCall,
     ToolResultMessage,
 )
-from actors.sim import Simulation
+from actors.sim import Simulation, SimulationSettings
 from actors.testing import FunctionModel
 
 TOPICS = ("cats", "chess", "cycling", "jazz", "python", "space", "tea", "vinyl")
@@ -179,6 +179,8 @@ def latency(request: ModelRequest, rng: Any) -> float:
     return rng.uniform(0.5, 2.5)  # seconds of (virtual) model time per step
 
 
+# The world's settings, declared once: `actors simulate` and `main` below both use them.
+@SimulationSettings(message_delay=5.0)  # a direct message takes 5 s to arrive
 def world(sim: Simulation, users: int = 10_000, wake_share: float = 0.02) -> Platform:
     """Build the network onto ``sim``: ``users`` agents, a share woken every minute."""
     platform = Platform(sim)
@@ -217,7 +219,7 @@ def world(sim: Simulation, users: int = 10_000, wake_share: float = 0.02) -> Pla
 def main() -> None:
     users = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     until = float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0
-    sim = Simulation(seed=1)
+    sim = Simulation.for_world(world, seed=1)  # what `actors simulate --seed 1` makes
     world(sim, users=users)
     sim.run(until=until)
     rows = sim.rows()

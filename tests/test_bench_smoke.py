@@ -56,6 +56,8 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     sim = sections["sim"]
     assert sim["steps"]["steps"] == 2 * sim["steps"]["agents"] * sim["steps"]["rounds"]
     assert sim["sweep"]["rows"] == sim["sweep"]["seeds"]
+    assert sim["replay"]["same_log"]
+    assert sim["replay"]["hits"] == sim["replay"]["steps"]  # every step answered from the file
     assert "### Simulation" in report
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report

@@ -13,7 +13,9 @@ from typing import Any
 
 from actors.cli._errors import CliError
 from actors.cli._target import _import_file, _import_module, _is_path, _split
+from actors.exceptions import UserError
 from actors.sim import Simulation
+from actors.sim._settings import describe
 
 __all__ = ["add_parser", "load_world", "simulate"]
 
@@ -28,15 +30,31 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
         help="run a simulation world on a virtual clock and export its log, series and chart",
         description=(
             "Import WORLD from MODULE (a module or a path/to/file.py), build it onto a "
-            "Simulation of the given seed, run it until the given virtual time, and write "
-            "to DIR: events.jsonl (the whole event log, in delivery order), series.csv (and "
-            "series.parquet with pyarrow), chart.svg of the collected series, summary.json."
+            "Simulation of the given seed (with the settings the world declares: "
+            "@SimulationSettings(...) on it; the options below override them), run it until "
+            "the given virtual time, and write to DIR: events.jsonl (the whole event log, in "
+            "delivery order), series.csv (and series.parquet with pyarrow), chart.svg of the "
+            "collected series, summary.json."
         ),
     )
     parser.add_argument("target", metavar="MODULE:WORLD", help="the world function")
     parser.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
     parser.add_argument(
         "--until", type=float, default=None, help="virtual seconds to run (default: until idle)"
+    )
+    parser.add_argument(
+        "--message-delay",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="virtual seconds a peer message travels (overrides the world's setting)",
+    )
+    parser.add_argument(
+        "--tool-duration",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="virtual seconds a tool call takes (overrides the world's setting)",
     )
     parser.add_argument("--out", metavar="DIR", default="sim-out", help="where to write")
     parser.add_argument(
@@ -114,7 +132,19 @@ def simulate(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file", "name a folder (it is created if missing)", code=2)
     out.mkdir(parents=True, exist_ok=True)
-    sim = Simulation(seed=args.seed)
+    overrides = {
+        name: value
+        for name, value in (
+            ("message_delay", args.message_delay),
+            ("tool_duration", args.tool_duration),
+        )
+        if value is not None
+    }
+    try:
+        # The same simulation as Simulation.for_world(world, seed=...) in Python.
+        sim = Simulation.for_world(world, seed=args.seed, **overrides)
+    except UserError as exc:
+        raise CliError(str(exc), "see actors simulate --help", code=2) from exc
     try:
         world(sim, **params)
     except TypeError as exc:
@@ -141,6 +171,7 @@ def simulate(args: argparse.Namespace) -> int:
         **sim.summary(),
         "wall_s": round(wall, 3),
         "params": params,
+        "settings": describe(sim.settings),
         "interrupted": interrupted,
     }
     written[3].write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")

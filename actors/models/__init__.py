@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._cache_key import request_key
     from actors.models._cached import CachedModel
     from actors.models._fallback import FallbackModel, is_provider_failure
     from actors.models._infer import (
@@ -49,6 +50,7 @@ __all__ = [
     "ProviderFactory",
     "providers",
     "register_provider",
+    "request_key",
     "RetryPolicy",
 ]
 
@@ -65,6 +67,7 @@ _HOMES = {
     "providers": "_infer",
     "register_provider": "_infer",
     "RetryPolicy": "_retry",
+    "request_key": "_cache_key",
 }
 
 

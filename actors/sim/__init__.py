@@ -6,12 +6,24 @@ on a virtual clock that jumps to the next scheduled thing, and ids, timestamps a
 come from the seed, so the same world and seed give the same event log, byte for byte. A world
 is plain Python reached by tools through ``tool_context``; `Simulation.at`, `Simulation.every`
 and `Simulation.collect` schedule it and sample it; `sweep` runs many seeds and parameters in
-parallel processes and returns one table.
+parallel processes and returns one table. A world declares the settings it is made with
+(`SimulationSettings` as its decorator), and `Simulation.for_world`, `sweep` and ``actors
+simulate`` all use them.
 """
 
 from actors.sim._ref import SimRef, SimRunFuture
+from actors.sim._settings import SimulationSettings
 from actors.sim._simulation import EPOCH, Simulation
 from actors.sim._sweep import SweepFailure, sweep
 from actors.sim._table import Table
 
-__all__ = ["EPOCH", "SimRef", "SimRunFuture", "Simulation", "sweep", "SweepFailure", "Table"]
+__all__ = [
+    "EPOCH",
+    "SimRef",
+    "SimRunFuture",
+    "Simulation",
+    "SimulationSettings",
+    "sweep",
+    "SweepFailure",
+    "Table",
+]

@@ -18,6 +18,7 @@ from actors.models._test_models import seed_call_ids
 from actors.runtime._node import new_root
 from actors.sim._host import Delay, Duration, SimHost, WorldCall
 from actors.sim._ref import SimRef
+from actors.sim._settings import SimulationSettings, settings_of
 from actors.sim._table import Table
 
 __all__ = ["EPOCH", "Simulation"]
@@ -99,6 +100,15 @@ class Simulation:
             if message_delay < 0:
                 raise UserError("message_delay cannot be negative")
         self.seed = seed
+        self.settings = SimulationSettings(
+            start=start,
+            limits=limits,
+            default_model=default_model,
+            tool_duration=tool_duration,
+            message_delay=message_delay,
+            record_events=record_events,
+        )
+        """The settings this simulation was made with (all but the seed)."""
         self.rng = random.Random(f"actors-world:{seed}")
         self._host = SimHost(
             seed=seed,
@@ -114,6 +124,40 @@ class Simulation:
         self._series: list[str] = []
         # Scripts built from here on get tool-call ids from this seed.
         seed_call_ids(seed)
+
+    @classmethod
+    def for_world(
+        cls,
+        world: Callable[..., Any],
+        *,
+        seed: int | str = 0,
+        settings: SimulationSettings | None = None,
+        **overrides: Any,
+    ) -> Simulation:
+        """The simulation ``world`` declared: its `SimulationSettings`, with ``overrides``.
+
+        ``actors simulate MODULE:WORLD`` and `sweep` make their simulations with this, so a
+        world run from Python this way gives the same log as from the command line. It does
+        not call the world: ``world(sim, **params)`` is yours to call (it may return state).
+
+        Args:
+            world: The world function (settings declared with `SimulationSettings` as its
+                decorator; none declared: the defaults).
+            seed: The seed.
+            settings: Settings to use instead of the world's.
+            **overrides: Settings that override them (``message_delay=...``, ...).
+
+        Raises:
+            UserError: An override that is not a setting, or a bad value.
+
+        Example:
+            >>> @SimulationSettings(message_delay=2.0)
+            ... def world(sim: Simulation) -> None: ...
+            >>> Simulation.for_world(world, seed=1).settings.message_delay
+            2.0
+        """
+        chosen = settings if settings is not None else settings_of(world)
+        return cls(seed=seed, **chosen.replace(**overrides).options())
 
     # -- time -------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from actors.exceptions import SweepError, UserError
+from actors.sim._settings import settings_of
 from actors.sim._simulation import Simulation
 from actors.sim._table import Table
 
@@ -61,7 +62,7 @@ def run_one(
     options: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
     """Build and run one simulation; its rows, each with its seed and parameters."""
-    sim = Simulation(seed=seed, **options)
+    sim = Simulation.for_world(world, seed=seed, **options)
     world(sim, **params)
     sim.run(until=until)
     table = sim.rows()
@@ -204,7 +205,8 @@ def sweep(
 ) -> Table:
     """Run ``world`` for every seed and every combination of ``params``; one table back.
 
-    Each run builds a fresh `Simulation` (with ``options``), calls ``world(sim, **params)``,
+    Each run builds a fresh `Simulation` (`Simulation.for_world`: the settings the world
+    declared, ``options`` over them), calls ``world(sim, **params)``,
     runs it until ``until`` and keeps its collected series (`Simulation.collect`). Runs go to
     separate processes (a simulation is single-threaded: processes are what use more cores);
     each run is deterministic, so the table is the same whatever the number of processes.
@@ -217,7 +219,8 @@ def sweep(
         rows: ``"last"``: one row per run (its last sample, with ``steps``, ``deliveries`` and
             the ``end`` time); ``"all"``: every sample of every run, with a ``time`` column.
         processes: Worker processes (default: the CPU count; 1 runs in this process).
-        **options: Passed to each `Simulation` (``tool_duration``, ``message_delay``...).
+        **options: Settings of each `Simulation` (``tool_duration``, ``message_delay``...),
+            over the world's own (`SimulationSettings`).
 
     Returns:
         A `Table` with ``seed``, the parameter columns, then the series.
@@ -234,6 +237,7 @@ def sweep(
         raise UserError(f"seeds must be a list of ints or strings, got {seeds!r}")
     if params is not None and not isinstance(params, Mapping):
         raise UserError(f"params must map a parameter's name to its values, got {params!r}")
+    settings_of(world).replace(**options)  # a setting that does not exist: say so here
     seed_list = list(seeds)
     if not seed_list:
         raise UserError("sweep() needs at least one seed")

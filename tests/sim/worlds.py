@@ -7,8 +7,8 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from actors import Agent, RunContext, Tool
-from actors.sim import Simulation
+from actors import Agent, ContextUpdate, RunContext, Tool
+from actors.sim import Simulation, SimulationSettings
 from actors.testing import ScriptedModel, call
 
 
@@ -57,6 +57,24 @@ def interrupted(sim: Simulation) -> Counter:
 
     sim.at(150.0, ctrl_c)
     return state
+
+
+def relay(ctx: RunContext[dict[str, str]]) -> tuple[str, ContextUpdate]:
+    """Pass a note to the next agent of the ring."""
+    return "passed", ContextUpdate().send(ctx.tool_context[ctx.agent_id], "note")
+
+
+@SimulationSettings(message_delay=45.0, tool_duration=5.0)
+def relay_ring(sim: Simulation, agents: int = 3) -> None:
+    """A note goes round a ring; how far it gets in a given time is up to the settings."""
+    ids = [f"r{i}" for i in range(agents)]
+    following = {agent_id: ids[(i + 1) % agents] for i, agent_id in enumerate(ids)}
+    model = ScriptedModel([call("relay"), "ok"] * 200, latency=1.0, per_agent=True)
+    spec = Agent("relay", model=model, tools=[Tool.from_function(relay)])
+    for agent_id in ids:
+        sim.spawn(spec, agent_id=agent_id, tool_context=following)
+    sim.at(0.0, lambda: sim.ref(ids[0]).run_async("start the note"))
+    sim.collect("events", lambda: sum(1 for _ in sim.events), every=60.0)
 
 
 def not_a_world() -> Any:
