@@ -9,9 +9,19 @@ and `Simulation.collect` schedule it and sample it; `sweep` runs many seeds and 
 parallel processes and returns one table.
 """
 
+from actors.sim._inflight import RateLimit, RequestStats
 from actors.sim._ref import SimRef, SimRunFuture
 from actors.sim._simulation import EPOCH, Simulation
 from actors.sim._sweep import sweep
 from actors.sim._table import Table
 
-__all__ = ["EPOCH", "SimRef", "SimRunFuture", "Simulation", "sweep", "Table"]
+__all__ = [
+    "EPOCH",
+    "RateLimit",
+    "RequestStats",
+    "SimRef",
+    "SimRunFuture",
+    "Simulation",
+    "sweep",
+    "Table",
+]
