@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import Agent, RunContext, Tool
+from actors.models import OpenAIChatModel
 from actors.sim import Simulation
 from actors.testing import ScriptedModel, call
 
@@ -55,6 +56,13 @@ def interrupted(sim: Simulation) -> Counter:
 
     sim.at(150.0, ctrl_c)
     return state
+
+
+def askers(sim: Simulation, url: str, agents: int = 4) -> None:
+    """Agents that each ask a real model (at ``url``) one question."""
+    model = OpenAIChatModel("fake", base_url=url)
+    for i in range(agents):
+        sim.spawn(Agent("asker", model=model)).run_async(f"question {i}")
 
 
 def not_a_world() -> Any:
