@@ -37,6 +37,7 @@ if not __package__:  # run as a script: make `bench` importable
 from bench._common import BENCH, ROOT, fmt_time, machine
 from bench.peers import DISTRIBUTIONS, FRAMEWORKS
 from bench.sim import render as render_sim
+from bench.sim_http import render as render_sim_http
 
 PEERS_VENV = BENCH / ".peers-venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
@@ -592,12 +593,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["retention"] = actors_section("retention", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
+    sections["sim_http"] = actors_section("sim_http", args.quick, timeout=1800)
     sections["ray"] = actors_section("cluster", args.quick, timeout=600)
     if peer_figures is not None:
         sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()
 
     report = header(results) + "\n\n" + render(results) + "\n\n" + render_sim(sections["sim"])
+    report += "\n\n" + render_sim_http(sections["sim_http"])
     print(report)
     args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
     if args.markdown:

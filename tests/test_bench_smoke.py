@@ -59,6 +59,11 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert sim["replay"]["same_log"]
     assert sim["replay"]["hits"] == sim["replay"]["steps"]  # every step answered from the file
     assert "### Simulation" in report
+    sim_http = sections["sim_http"]
+    assert "error" not in sim_http, sim_http
+    assert sim_http["sim"]["requests"] == sim_http["raw"]["requests"] == 3 * sim_http["agents"]
+    assert sim_http["server_max_in_flight"] > 1  # the simulation's requests overlapped
+    assert "### Simulation with real models" in report
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

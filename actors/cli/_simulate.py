@@ -14,7 +14,7 @@ from typing import Any
 from actors.cli._errors import CliError
 from actors.cli._target import _import_file, _import_module, _is_path, _split
 from actors.exceptions import UserError
-from actors.sim import Simulation
+from actors.sim import RequestStats, Simulation
 from actors.sim._settings import describe
 
 __all__ = ["add_parser", "load_world", "simulate"]
@@ -97,26 +97,57 @@ def _params(pairs: list[str]) -> dict[str, Any]:
 
 
 class _Progress:
-    """A one-line progress bar on a terminal; a few plain lines otherwise."""
+    """A one-line progress bar on a terminal; a few plain lines otherwise.
 
-    def __init__(self, until: float | None, stream: Any) -> None:
+    With real models it also shows their requests: in flight, done, failed, and tokens; it is
+    then redrawn while the simulation waits for replies, not only as virtual time moves.
+    """
+
+    def __init__(
+        self, until: float | None, stream: Any, requests: Callable[[], RequestStats] | None = None
+    ) -> None:
         self.until = until
         self.stream = stream
+        self.requests = requests
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self.last = -1
+        self.shown = ""
         self.began = time.perf_counter()
+        self.drawn = float("-inf")  # the first counts show at once
+
+    def _requests(self) -> str:
+        stats = self.requests() if self.requests is not None else None
+        if stats is None or not (stats.in_flight or stats.done or stats.failed):
+            return ""
+        return (
+            f"  requests: {stats.in_flight:,} in flight, {stats.done:,} done, "
+            f"{stats.failed:,} failed, {stats.tokens:,} tokens"
+        )
 
     def __call__(self, now: float) -> None:
-        if not self.until:
+        requests = self._requests()
+        if not self.until and not requests:
             return
-        percent = min(100, int(now / self.until * 100))
-        if percent == self.last or (not self.tty and percent % 25 and percent != 100):
-            return
-        self.last = percent
-        bar = "#" * (percent // 4) + "-" * (25 - percent // 4)
-        text = f"[{bar}] {percent:3d}%  t={now:g}/{self.until:g}"
+        percent = min(100, int(now / self.until * 100)) if self.until else -1
+        wall = time.perf_counter()
         if self.tty:
-            self.stream.write("\r" + text)
+            # A new percent, or new counts at most five times a second.
+            due = percent != self.last or (requests != self.shown and wall - self.drawn >= 0.2)
+        else:
+            # Plain lines: each quarter, and every 10 s while waiting on real models.
+            due = (percent != self.last and (percent % 25 == 0 or percent == 100)) or (
+                requests != self.shown and wall - self.drawn >= 10
+            )
+        if not due:
+            return
+        self.last, self.shown, self.drawn = percent, requests, wall
+        if self.until:
+            bar = "#" * (percent // 4) + "-" * (25 - percent // 4)
+            text = f"[{bar}] {percent:3d}%  t={now:g}/{self.until:g}{requests}"
+        else:
+            text = f"t={now:g}{requests}"
+        if self.tty:
+            self.stream.write("\r" + text + "\x1b[K")  # clear what a longer line left
             if percent == 100:
                 self.stream.write("\n")
         else:
@@ -152,7 +183,8 @@ def simulate(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     interrupted = False
     try:
-        sim.run(until=args.until, progress=_Progress(args.until, sys.stderr))
+        progress = _Progress(args.until, sys.stderr, lambda: sim.requests)
+        sim.run(until=args.until, progress=progress)
     except KeyboardInterrupt:  # Ctrl-C: what was simulated is written all the same
         interrupted = True
         sys.stderr.write(f"\ninterrupted at t={sim.now:g}: writing what was simulated so far\n")
@@ -180,6 +212,12 @@ def simulate(args: argparse.Namespace) -> int:
         f"simulated {sim.now:g} virtual s in {wall:.2f} s: {summary['agents']} agents, "
         f"{sim.steps} steps ({steps_per_s:,.0f}/s), {summary['events']} events"
     )
+    requests = sim.requests
+    if requests.done or requests.failed:
+        print(
+            f"model requests: {requests.done:,} done, {requests.failed:,} failed, "
+            f"{requests.tokens:,} tokens"
+        )
     if table.rows:
         last = table.rows[-1]
         values = ", ".join(f"{k}={v}" for k, v in last.items() if k != "time")

@@ -11,6 +11,7 @@ parallel processes and returns one table. A world declares the settings it is ma
 simulate`` all use them.
 """
 
+from actors.sim._inflight import RateLimit, RequestStats
 from actors.sim._ref import SimRef, SimRunFuture
 from actors.sim._settings import SimulationSettings
 from actors.sim._simulation import EPOCH, Simulation
@@ -19,6 +20,8 @@ from actors.sim._table import Table
 
 __all__ = [
     "EPOCH",
+    "RateLimit",
+    "RequestStats",
     "SimRef",
     "SimRunFuture",
     "Simulation",

@@ -21,7 +21,9 @@ from gc import get_count as gc_count
 from typing import Any
 
 from actors.context._events import Event
+from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError, UserError
+from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits
 from actors.loop._outcome import outcome_of_error
 from actors.loop._types import (
@@ -33,11 +35,19 @@ from actors.loop._types import (
 )
 from actors.models._model import Model, ModelResponse
 from actors.runtime._cell import AgentCell
-from actors.runtime._host import Ask, DelegateDone, DelegateReply, ExpireRun, ParentReply
+from actors.runtime._host import (
+    Ask,
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    ParentReply,
+    inline_reply,
+)
 from actors.runtime._inline import InlineHost
 from actors.runtime._node import AgentNode
 from actors.sim import _collector
 from actors.sim._collector import quiet_collector
+from actors.sim._inflight import InFlight, Issuer, RateLimit
 
 _gc = _collector.state
 
@@ -83,6 +93,9 @@ class SimHost(InlineHost):
         tool_duration: How long tool calls take.
         message_delay: How long peer messages travel.
         record: Keep every event of every agent, in delivery order (for exports).
+        max_in_flight: Model requests (and concurrent tools) running at once.
+        rate_limits: Wall-time limits on starting requests, by model name.
+        concurrent_tools: Run tools (all, or these by name) off the thread, concurrently.
     """
 
     def __init__(
@@ -95,6 +108,9 @@ class SimHost(InlineHost):
         tool_duration: Duration,
         message_delay: Delay,
         record: bool,
+        max_in_flight: int = 64,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        concurrent_tools: bool | frozenset[str] = False,
     ) -> None:
         # Every event reads the clock: the stamp of the virtual now is kept ready (moved with
         # the time, in `_advance`) and read without a Python call.
@@ -116,6 +132,10 @@ class SimHost(InlineHost):
         self.delivered = 0  # messages handled
         self._pending = 0  # queued items that are not recurring world calls
         self.on_tick: Callable[[], None] | None = None
+        # Real work (HTTP models, chosen tools) runs off this thread; the queue waits for it.
+        self.issuer = Issuer(max_in_flight, rate_limits or {})
+        self.concurrent_tools = concurrent_tools
+        self.on_wait: Callable[[], None] | None = None  # called now and then while waiting
 
     # -- time -----------------------------------------------------------------------------------
 
@@ -190,6 +210,8 @@ class SimHost(InlineHost):
         if gc_count()[0] >= _gc.every or _gc.due:
             _collector.set_aside()
         if self._held and (ready := self._take_held()) is not None:
+            if type(ready[1]) is InFlight:
+                return ready[0], ready[1].wait(self.on_wait)
             return ready
         queue = self._queue
         while True:
@@ -223,6 +245,8 @@ class SimHost(InlineHost):
                 self._held.append((agent_id, message))
                 continue
             self.delivered += 1
+            if type(message) is InFlight:  # a real request: its reply, once it is back
+                return agent_id, message.wait(self.on_wait)
             return agent_id, message
         return None
 
@@ -261,14 +285,17 @@ class SimHost(InlineHost):
             return
         self.tell(agent_id, self._reply_now(cell, effect), delay)
 
-    def _reply_now(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
-        respond = getattr(cell.loop.model, "respond_untimed", None)
+    def _reply_now(self, cell: AgentCell, effect: CallModel) -> ModelReplied | InFlight:
+        """The reply, computed now; or, for work that waits (HTTP), the request in flight."""
+        model = cell.loop.model
+        respond = getattr(model, "respond_untimed", None)
         if respond is None:
-            return self.model_reply(cell, effect)
+            inline = inline_reply(model, effect)  # an InlineModel answers on this thread
+            return inline if inline is not None else self.issuer.request(model, effect, None)
         try:
             response = respond(effect.request)
             if type(response) is not ModelResponse and inspect.isawaitable(response):
-                response = self.run_coroutine(_awaited(response))
+                return self.issuer.request(model, effect, response)
         except Exception as exc:
             return ModelReplied(effect.run_id, effect.step, error=exc)
         return ModelReplied(effect.run_id, effect.step, response=response)
@@ -288,7 +315,21 @@ class SimHost(InlineHost):
             outcome = outcome_of_error(TimeoutError(), timeout)
             self.tell(agent_id, ToolFinished(effect.run_id, effect.call.id, outcome), timeout)
             return
+        concurrent = self.concurrent_tools
+        if concurrent and (concurrent is True or effect.call.name in concurrent):
+            self.tell(agent_id, self._start_tool(effect), duration)
+            return
         self.tell(agent_id, self.tool_outcome(cell, effect), duration)
+
+    def _start_tool(self, effect: CallTool) -> InFlight:
+        # Off this thread, a tool cannot run a child on it: delegation is refused plainly.
+        ctx = with_delegator(effect.ctx, _no_delegation)
+        issuer = self.issuer
+        run_id, call_id = effect.run_id, effect.call.id
+        future = issuer.submit(issuer.tool(effect, ctx))
+        return InFlight(
+            future, lambda error: ToolFinished(run_id, call_id, outcome_of_error(error))
+        )
 
     def _duration(self, effect: CallTool) -> float:
         spec = self.tool_duration
@@ -348,5 +389,8 @@ class SimHost(InlineHost):
             self.stop_agent(child)
 
 
-async def _awaited(value: Any) -> Any:
-    return await value
+def _no_delegation(agent: Agent[Any], task: str, /, *, timeout: float) -> Any:
+    raise UserError(
+        "a tool that runs concurrently in a Simulation (concurrent_tools) cannot delegate: "
+        "leave it out of concurrent_tools so that it runs on the simulation's thread"
+    )

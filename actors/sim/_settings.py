@@ -9,7 +9,7 @@ makes its simulation the same way: `Simulation.for_world`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from actors.exceptions import UserError
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.sim._host import Delay, Duration
+from actors.sim._inflight import RateLimit
 
 __all__ = ["SimulationSettings", "describe", "settings_of"]
 
@@ -54,6 +55,9 @@ class SimulationSettings:
     tool_duration: Duration = 0.0
     message_delay: Delay = 0.0
     record_events: bool = True
+    max_in_flight: int = 64
+    rate_limits: Mapping[str, RateLimit] | None = None
+    concurrent_tools: bool | Collection[str] = False
 
     def replace(self, **changes: Any) -> SimulationSettings:
         """These settings with ``changes``.
@@ -108,6 +112,14 @@ def _json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, Mapping):
         return {str(k): _json_value(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _json_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple | set | frozenset):
+        return (
+            sorted(_json_value(v) for v in value)
+            if isinstance(value, set | frozenset)
+            else [_json_value(v) for v in value]
+        )
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
     return repr(value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -17,6 +17,7 @@ from actors.models._model import Model
 from actors.models._test_models import seed_call_ids
 from actors.runtime._node import new_root
 from actors.sim._host import Delay, Duration, SimHost, WorldCall
+from actors.sim._inflight import RateLimit, RequestStats
 from actors.sim._ref import SimRef
 from actors.sim._settings import SimulationSettings, settings_of
 from actors.sim._table import Table
@@ -61,6 +62,16 @@ class Simulation:
             ``(sender_id, receiver_id, rng) -> seconds``.
         record_events: Keep every event of every agent in delivery order (`events`,
             `export_jsonl`). Turn it off for the largest runs.
+        max_in_flight: Real model requests (models that answer over HTTP, not scripted
+            ones) run concurrently, up to this many at once; their replies are applied in
+            (virtual time, sequence) order, so the log does not depend on when they came back.
+        rate_limits: `RateLimit` by model name (``model.name``): how fast requests to that
+            model may start, on wall time. They slow a run down, never change its log.
+        concurrent_tools: Run tools concurrently too, off the simulation's thread (async ones
+            on the requests' event loop, blocking ones on a pool of threads): True for every
+            tool, or a collection of tool names. Only for tools that touch nothing the
+            simulation changes meanwhile (a service, a file of their own): they see the world
+            at wall times no seed controls. Their durations stay virtual (``tool_duration``).
 
     Example:
         >>> from actors import Agent
@@ -81,6 +92,9 @@ class Simulation:
         tool_duration: Duration = 0.0,
         message_delay: Delay = 0.0,
         record_events: bool = True,
+        max_in_flight: int = 64,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        concurrent_tools: bool | Collection[str] = False,
     ) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int | str):
             raise UserError(f"Simulation(seed=...) takes an int or a str, got {seed!r}")
@@ -99,6 +113,13 @@ class Simulation:
             message_delay = _time(message_delay, "message_delay")
             if message_delay < 0:
                 raise UserError("message_delay cannot be negative")
+        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
+            raise UserError(f"Simulation(max_in_flight=...) takes an int, got {max_in_flight!r}")
+        if max_in_flight < 1:
+            raise UserError(
+                f"Simulation(max_in_flight=...) must be at least 1, got {max_in_flight}"
+            )
+        limits_by_model = _rate_limits(rate_limits)
         self.seed = seed
         self.settings = SimulationSettings(
             start=start,
@@ -107,6 +128,9 @@ class Simulation:
             tool_duration=tool_duration,
             message_delay=message_delay,
             record_events=record_events,
+            max_in_flight=max_in_flight,
+            rate_limits=rate_limits,
+            concurrent_tools=concurrent_tools,
         )
         """The settings this simulation was made with (all but the seed)."""
         self.rng = random.Random(f"actors-world:{seed}")
@@ -118,6 +142,9 @@ class Simulation:
             tool_duration=tool_duration,
             message_delay=message_delay,
             record=record_events,
+            max_in_flight=max_in_flight,
+            rate_limits=limits_by_model,
+            concurrent_tools=_tool_names(concurrent_tools),
         )
         self._counters: dict[str, int] = {}
         self._samples: dict[float, dict[str, Any]] = {}
@@ -319,6 +346,7 @@ class Simulation:
         if horizon is not None and horizon < self.now:
             raise UserError(f"run(until={until!r}) is before now ({self.now:g})")
         host.on_tick = None if progress is None else (lambda: progress(host.now))
+        host.on_wait = host.on_tick  # while waiting for real replies, on wall time
         ticker = None
         if progress is not None and horizon is not None and horizon > self.now:
             step = (horizon - self.now) / 100
@@ -327,7 +355,10 @@ class Simulation:
         try:
             host.drive(None, horizon)
         finally:
-            host.on_tick = None
+            # HTTP clients are closed between runs, so none is left open at exit; requests
+            # still in flight past ``until`` are waited for first (a next run needs them).
+            host.issuer.close_clients()
+            host.on_tick = host.on_wait = None
             if ticker is not None:
                 ticker.cancelled = True
             if progress is not None:
@@ -358,6 +389,14 @@ class Simulation:
     def steps(self) -> int:
         """Agent-steps so far: model requests answered (each with its tool calls)."""
         return self._host.steps
+
+    @property
+    def requests(self) -> RequestStats:
+        """Real model requests so far: in flight, done, failed, and the tokens of replies.
+
+        Scripted models (``actors.testing``) answer at once and are not counted here.
+        """
+        return self._host.issuer.stats()
 
     @property
     def deliveries(self) -> int:
@@ -424,3 +463,31 @@ class Simulation:
             f"<Simulation seed={self.seed!r} now={self.now:g} agents={len(self._host.cells)} "
             f"steps={self.steps}>"
         )
+
+
+def _rate_limits(value: object) -> dict[str, RateLimit]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(name, str) and isinstance(limit, RateLimit) for name, limit in value.items()
+    ):
+        raise UserError(
+            "Simulation(rate_limits=...) takes a mapping of model names to RateLimit, "
+            f"e.g. {{'openai:gpt-4o': RateLimit(requests_per_minute=500)}}; got {value!r}"
+        )
+    return dict(value)
+
+
+def _tool_names(value: object) -> bool | frozenset[str]:
+    if isinstance(value, bool):
+        return value
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Collection)
+        or not all(isinstance(name, str) for name in value)
+    ):
+        raise UserError(
+            "Simulation(concurrent_tools=...) takes True, False or a collection of tool names, "
+            f"got {value!r}"
+        )
+    return frozenset(value)

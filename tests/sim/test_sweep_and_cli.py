@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
 import json
 import os
 import subprocess
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from actors.cli._simulate import _Progress
 from actors.exceptions import UserError
-from actors.sim import Simulation, SimulationSettings, sweep
+from actors.sim import RequestStats, Simulation, SimulationSettings, sweep
+from bench.wire_server import serve
 
 from .worlds import counter, relay_ring
 
@@ -45,8 +48,8 @@ def test_sweep_all_rows_and_bad_input() -> None:
         sweep(lambda sim: None, seeds=[1, 2], processes=2)
 
 
-def actors_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def actors_cli(*args: str, cwd: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_vars}
     return subprocess.run(
         [sys.executable, "-m", "actors.cli", *args],
         cwd=cwd,
@@ -203,3 +206,30 @@ def test_simulation_settings_are_every_setting_of_a_simulation_but_the_seed() ->
         Simulation.for_world(world, message_delay=-1.0)
     with pytest.raises(UserError, match="decorates a world function"):
         SimulationSettings()(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(120)
+def test_actors_simulate_shows_real_model_requests_in_its_progress(tmp_path: Path) -> None:
+    with serve(latency=0.3) as url:
+        done = actors_cli(
+            "simulate", str(HERE / "worlds.py") + ":askers", "--param", f"url={url}",
+            "--until", "1", "--out", str(tmp_path / "out"),
+            cwd=tmp_path, ACTORS_ALLOW_MODEL_REQUESTS="1",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "100%" in lines[-1]
+    assert "requests: 0 in flight, 4 done, 0 failed" in lines[-1]
+    assert "model requests: 4 done, 0 failed" in done.stdout
+
+
+def test_the_progress_line_shows_requests_without_a_horizon() -> None:
+    out = io.StringIO()
+    progress = _Progress(None, out, lambda: RequestStats(2, 1_500, 1, 45_210))
+    progress(12.5)
+    assert out.getvalue() == (
+        "t=12.5  requests: 2 in flight, 1,500 done, 1 failed, 45,210 tokens\n"
+    )
+    quiet = io.StringIO()
+    _Progress(None, quiet, lambda: RequestStats())(3.0)  # scripted models only: nothing
+    assert quiet.getvalue() == ""

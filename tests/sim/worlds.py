@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import Agent, ContextUpdate, RunContext, Tool
+from actors.models import OpenAIChatModel
 from actors.sim import Simulation, SimulationSettings
 from actors.testing import ScriptedModel, call
 
@@ -75,6 +76,13 @@ def relay_ring(sim: Simulation, agents: int = 3) -> None:
         sim.spawn(spec, agent_id=agent_id, tool_context=following)
     sim.at(0.0, lambda: sim.ref(ids[0]).run_async("start the note"))
     sim.collect("events", lambda: sum(1 for _ in sim.events), every=60.0)
+
+
+def askers(sim: Simulation, url: str, agents: int = 4) -> None:
+    """Agents that each ask a real model (at ``url``) one question."""
+    model = OpenAIChatModel("fake", base_url=url)
+    for i in range(agents):
+        sim.spawn(Agent("asker", model=model)).run_async(f"question {i}")
 
 
 def not_a_world() -> Any:
