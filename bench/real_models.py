@@ -235,9 +235,11 @@ def measure(quick: bool) -> dict[str, Any]:
             chosen = [row for row in ROWS if row.every_round or r == 0]
             for row in chosen[r % len(chosen) :] + chosen[: r % len(chosen)]:
                 runs[row.key].append(_one(row, url, sizes))
-            base = runs["raw_best"][-1]["wall_s"]
+            base = runs["raw_best"][-1]
             for row in chosen:
-                runs[row.key][-1]["ratio"] = runs[row.key][-1]["wall_s"] / base
+                sample = runs[row.key][-1]
+                sample["ratio"] = sample["wall_s"] / base["wall_s"]
+                sample["cpu_ratio"] = sample["cpu_s"] / base["cpu_s"] if base["cpu_s"] else None
     rows: dict[str, dict[str, Any]] = {}
     for row in ROWS:
         samples = runs[row.key]
@@ -249,6 +251,7 @@ def measure(quick: bool) -> dict[str, Any]:
             "wall_s": statistics.median(s["wall_s"] for s in samples),
             "cpu_s": cpu,
             "ratio": statistics.median(s["ratio"] for s in samples),
+            "cpu_ratio": _median_or_none([s["cpu_ratio"] for s in samples]),
             "requests": sizes.requests,
             "finished": finished,
             "failed": max(s["failed"] for s in samples),
@@ -268,6 +271,11 @@ def measure(quick: bool) -> dict[str, Any]:
     }
 
 
+def _median_or_none(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known else None
+
+
 def render(payload: dict[str, Any]) -> str:
     """The section's markdown table (also used by ``python -m bench``)."""
     title = "### Real models over HTTP"
@@ -282,18 +290,21 @@ def render(payload: dict[str, Any]) -> str:
         f"{payload['target_ratio']:g}x the raw client. Medians of "
         f"{payload['rows']['raw_best']['rounds']} interleaved rounds.",
         "",
-        "| client | wall | ÷ raw (best layout) | requests / CPU-s | failed | connections opened |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| client | wall | ÷ raw (best layout) | requests / CPU-s | CPU ÷ raw | failed "
+        "| connections opened |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in payload["rows"].values():
         per_cpu = row["requests_per_cpu_s"]
         wall, ratio = fmt_time(row["wall_s"]), f"{row['ratio']:.2f}x"
+        cpu_ratio = f"{row['cpu_ratio']:.2f}x" if row["cpu_ratio"] else "-"
         if row["finished"] + row["failed"] < row["requests"]:
             wall = f"cut off at {wall}: {row['finished']:,} of {row['requests']:,} done"
             ratio = "-"
         lines.append(
             f"| {row['label']} | {wall} | {ratio} "
-            f"| {f'{per_cpu:,.0f}' if per_cpu else '-'} | {row['failed']} "
+            f"| {f'{per_cpu:,.0f}' if per_cpu else '-'} "
+            f"| {cpu_ratio} | {row['failed']} "
             f"| {row['connections']:,} |"
         )
     return "\n".join(lines)
