@@ -36,15 +36,12 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from actors._logging import get_logger
 from actors.exceptions import UserError
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
 __all__ = ["HTTPPool", "Lease", "SharedClients", "Stripes", "origin_of", "shared_clients"]
-
-_log = get_logger("actors.models")
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,22 +274,29 @@ _SHARED = SharedClients()
 
 
 class Lease:
-    """One model's share of the shared clients, on the loop it last sent a request from.
+    """One model's shares of the shared clients: one per event loop it sends requests from.
 
-    It travels (pickled, copied) as its URL and pool only: clients never cross processes.
+    A model used from two loops at once (a runtime's, and the application's own) holds a
+    share on each, so neither loop's requests close the other's clients. It travels
+    (pickled, copied) as its URL and pool only: clients never cross processes.
     """
 
-    __slots__ = ("_url", "pool", "stripes")
+    __slots__ = ("_held", "_url", "pool")
 
     def __init__(self, url: str, pool: HTTPPool) -> None:
         if not isinstance(pool, HTTPPool):
             raise UserError(f"pool= takes an HTTPPool, got {type(pool).__name__}")
         self._url = url
         self.pool = pool
-        self.stripes: Stripes | None = None
+        self._held: dict[asyncio.AbstractEventLoop, Stripes] = {}
 
     def __reduce__(self) -> tuple[object, ...]:
         return (Lease, (self._url, self.pool))
+
+    @property
+    def held(self) -> list[Stripes]:
+        """The shared clients this lease holds a share of (one set per loop)."""
+        return list(self._held.values())
 
     @contextlib.asynccontextmanager
     async def client(self, timeout: httpx.Timeout | None) -> AsyncIterator[httpx.AsyncClient]:
@@ -312,32 +316,30 @@ class Lease:
             stripes.release(slot)
 
     def _current(self) -> Stripes:
-        stripes = self.stripes
-        if stripes is None or stripes.loop is not asyncio.get_running_loop() or stripes.closed:
-            self.stripes = None
-            if stripes is not None and not stripes.closed:
-                _log.debug("model.new_lease", url=self._url, reason="another event loop")
-                _give_back_elsewhere(stripes)
-            stripes = self.stripes = _SHARED.lease(self._url, self.pool)
+        loop = asyncio.get_running_loop()
+        stripes = self._held.get(loop)
+        if stripes is None or stripes.closed:
+            self._forget_closed_loops()
+            stripes = self._held[loop] = _SHARED.lease(self._url, self.pool)
         return stripes
 
+    def _forget_closed_loops(self) -> None:
+        for loop, stripes in list(self._held.items()):
+            if loop.is_closed() or stripes.closed:
+                del self._held[loop]
+                if not stripes.closed:
+                    _SHARED.release(stripes)  # its connections died with their loop
+
     async def give_back(self) -> None:
-        """Give the share back; the last one closes the clients (on their own loop)."""
-        stripes, self.stripes = self.stripes, None
-        if stripes is None:
-            return
-        if stripes.loop is asyncio.get_running_loop():
-            if _SHARED.release(stripes):
-                await stripes.aclose()
-        else:
-            _give_back_elsewhere(stripes)
+        """Give back the share on the running loop (the last one closes the clients there).
 
-
-def _give_back_elsewhere(stripes: Stripes) -> None:
-    if not _SHARED.release(stripes) or stripes.loop.is_closed():
-        return  # in use still, or its connections died with their loop
-    with contextlib.suppress(RuntimeError):  # that loop closed meanwhile: so did its connections
-        asyncio.run_coroutine_threadsafe(stripes.aclose(), stripes.loop)
+        Shares on loops that have closed are given back too; shares on other running loops
+        stay, for the requests still to come there.
+        """
+        self._forget_closed_loops()
+        stripes = self._held.pop(asyncio.get_running_loop(), None)
+        if stripes is not None and not stripes.closed and _SHARED.release(stripes):
+            await stripes.aclose()
 
 
 def shared_clients() -> SharedClients:

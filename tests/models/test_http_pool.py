@@ -110,11 +110,8 @@ def test_one_model_per_agent_share_one_set_of_connections(wire_url: str) -> None
     with Runtime(limits=TreeLimits(max_agents=200)) as runtime:
         refs = [runtime.spawn(Agent("client", model=model)) for model in models]
         assert _runs_in_turn(runtime, refs, turns=2) == []
-        leases = {id(model._lease.stripes) for model in models}
-        assert len(leases) == 1, "every model leased the same shared clients"
-        (stripes,) = {model._lease.stripes for model in models}
-        assert stripes is not None
-        assert stripes.holders == 100
+        (stripes,) = {held for model in models for held in model._lease.held}
+        assert stripes.holders == 100, "every model holds a share of the same clients"
         clients = [client for client in stripes._clients if client is not None]
         assert clients
     assert stripes.closed, "the runtime's shutdown closed the shared clients"
@@ -217,9 +214,8 @@ def test_the_last_model_to_close_closes_the_shared_clients(server: Any, wire: An
     async def main() -> tuple[bool, bool]:
         await first.request(ask())
         await second.request(ask())
-        stripes = first._lease.stripes
-        assert stripes is not None
-        assert stripes is second._lease.stripes
+        (stripes,) = first._lease.held
+        assert second._lease.held == [stripes]
         await first.aclose()
         open_after_one = not stripes.closed
         await second.aclose()
@@ -237,9 +233,28 @@ def test_models_with_different_pools_do_not_share(server: Any, wire: Any) -> Non
         async with small, default:
             await small.request(ask())
             await default.request(ask())
-            return small._lease.stripes is not default._lease.stripes
+            return small._lease.held != default._lease.held
 
     assert asyncio.run(main())
+
+
+def test_a_model_used_from_two_loops_keeps_each_loops_clients_open(wire_url: str) -> None:
+    # The runtime's loop and the application's own: a request (or a close) on one must not
+    # close the clients the other is using.
+    model = OpenAIChatModel("fake", base_url=wire_url, retry=ONCE)
+    with Runtime() as runtime:
+        runtime.spawn(Agent("client", model=model)).run("hi", timeout=30)
+        (on_runtime,) = model._lease.held
+
+        async def elsewhere() -> None:
+            async with model:  # a request, then `aclose`, on this loop
+                await model.request(ask())
+
+        asyncio.run(elsewhere())
+        assert model._lease.held == [on_runtime]
+        assert not on_runtime.closed
+        assert runtime.spawn(Agent("client", model=model)).run("again", timeout=30).output
+    assert on_runtime.closed
 
 
 # -- the queue ----------------------------------------------------------------------------------
