@@ -36,6 +36,7 @@ if not __package__:  # run as a script: make `bench` importable
 
 from bench._common import BENCH, ROOT, fmt_time, machine
 from bench.peers import DISTRIBUTIONS, FRAMEWORKS
+from bench.real_models import render as render_http
 from bench.sim import render as render_sim
 from bench.sim_http import render as render_sim_http
 
@@ -594,13 +595,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["sim_http"] = actors_section("sim_http", args.quick, timeout=1800)
+    sections["http"] = actors_section("real_models", args.quick, timeout=1200)
     sections["ray"] = actors_section("cluster", args.quick, timeout=600)
     if peer_figures is not None:
         sections["peers"] = peer_figures
     results["load"]["after"] = loadavg()
 
-    report = header(results) + "\n\n" + render(results) + "\n\n" + render_sim(sections["sim"])
-    report += "\n\n" + render_sim_http(sections["sim_http"])
+    report = "\n\n".join(
+        [
+            header(results),
+            render(results),
+            render_sim(sections["sim"]),
+            render_sim_http(sections["sim_http"]),
+            render_http(sections["http"]),
+        ]
+    )
     print(report)
     args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
     if args.markdown:

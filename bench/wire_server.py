@@ -26,7 +26,7 @@ always gets the same reply, whatever order the replies go back in:
 With ``--fail-rate`` a request is refused with ``429`` and ``retry-after-ms`` (an attempt's
 fate is drawn from the digest and the attempt's number for that body, so the same request
 fails the same way in every run). ``GET /stats`` returns counters: requests, failures,
-in flight now and at most, and tokens.
+in flight now and at most, tokens, and TCP connections (accepted in all, and open now).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class _Stats:
         self.max_in_flight = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.connections = 0
+        self.open_connections = 0
         self.attempts: Counter[str] = Counter()
 
     def as_json(self) -> dict[str, int]:
@@ -66,6 +68,8 @@ class _Stats:
             "max_in_flight": self.max_in_flight,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "connections": self.connections,
+            "open_connections": self.open_connections,
         }
 
 
@@ -215,6 +219,8 @@ class _Server:
         self.stats = _Stats()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.connections += 1
+        self.stats.open_connections += 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -239,6 +245,7 @@ class _Server:
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
         finally:
+            self.stats.open_connections -= 1
             with contextlib.suppress(Exception):
                 writer.close()
 

@@ -64,6 +64,12 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert sim_http["sim"]["requests"] == sim_http["raw"]["requests"] == 3 * sim_http["agents"]
     assert sim_http["server_max_in_flight"] > 1  # the simulation's requests overlapped
     assert "### Simulation with real models" in report
+    http = sections["http"]
+    assert "error" not in http, http
+    for row in http["rows"].values():
+        assert row["failed"] == 0, row
+        assert row["finished"] == row["requests"] == http["agents"] * http["requests_each"]
+    assert "### Real models over HTTP" in report
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

@@ -2,8 +2,9 @@
 
 Every model here speaks the `actors.models._model.Model` protocol: ``await model.request(request)``
 returns one complete `ModelResponse`, streaming pieces to ``request.on_delta`` on the way.
-Requests go through one `httpx.AsyncClient` per model (async, because the runtime sends all
-model requests from one asyncio loop thread), retried by a `RetryPolicy` on rate limits,
+Models that talk to one server share its connections (`HTTPPool`: small httpx clients behind
+one queue, per asyncio loop; the runtime sends all model requests from one loop thread),
+and requests are retried by a `RetryPolicy` on rate limits,
 server errors, dropped connections and timeouts. Failures come out as the typed errors of
 `actors.exceptions` (`ModelHTTPError`, `ModelAuthenticationError`, `ModelTimeoutError`,
 `UnexpectedModelResponse`), and a cancelled run closes its request in flight.
@@ -36,12 +37,14 @@ if TYPE_CHECKING:
         register_provider,
     )
     from actors.models._openai import OpenAIChatModel
+    from actors.models._pool import HTTPPool
     from actors.models._retry import RetryPolicy
 
 __all__ = [
     "AnthropicModel",
     "CachedModel",
     "FallbackModel",
+    "HTTPPool",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
     "is_provider_failure",
@@ -57,6 +60,7 @@ __all__ = [
 _HOMES = {
     "AnthropicModel": "_anthropic",
     "FallbackModel": "_fallback",
+    "HTTPPool": "_pool",
     "CachedModel": "_cached",
     "INVALID_ARGUMENTS_KEY": "_arguments",
     "is_provider_failure": "_fallback",

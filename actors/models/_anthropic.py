@@ -37,6 +37,7 @@ from actors.models._model import (
     ToolDefinition,
 )
 from actors.models._native import native_mode, native_schema, text_answer
+from actors.models._pool import HTTPPool
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
 
@@ -86,9 +87,15 @@ class AnthropicModel(HTTPModel):
         model_name: The model, as Anthropic names it (``"claude-sonnet-4-5"``).
         base_url: The API root, without ``/v1``.
         api_key: The key, or a function returning it (called on every request).
-        http_client: Your own client (proxies, custom transports); you close it.
-        timeout: Transport timeouts of the client the model creates. Default: connect 10 s,
-            everything else 300 s. ``settings["timeout"]`` overrides it for one request.
+        http_client: Your own client (proxies, custom transports); you close it. Without
+            one, the model shares connections with every model that talks to the same
+            server (see ``pool``).
+        timeout: Transport timeouts of the model's requests. Default: connect 10 s,
+            everything else 300 s (the pool timeout bounds the wait for a free connection).
+            ``settings["timeout"]`` overrides it for one request.
+        pool: How connections to the server are shared (default `HTTPPool()`: up to 1,000
+            requests in flight per server, more wait their turn). Ignored with
+            ``http_client``.
         retry: When failed requests are retried (default `RetryPolicy()`).
         settings: Defaults for every request; a request's own settings win.
 
@@ -108,6 +115,7 @@ class AnthropicModel(HTTPModel):
         api_key: ApiKeySource = None,
         http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout | None = None,
+        pool: HTTPPool | None = None,
         retry: RetryPolicy | None = None,
         settings: ModelSettings | None = None,
     ) -> None:
@@ -123,6 +131,7 @@ class AnthropicModel(HTTPModel):
             keys=keys,
             http_client=http_client,
             timeout=timeout,
+            pool=pool,
             retry=retry,
             settings=settings,
             label="anthropic",

@@ -30,6 +30,7 @@ from actors.models._model import (
     StreamDelta,
     check_model_requests_allowed,
 )
+from actors.models._pool import HTTPPool, Lease
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
 from actors.models._sse import ServerSentEvent, iter_sse
 
@@ -70,11 +71,13 @@ class StreamAssembler(ABC):
 
 
 class HTTPModel(ABC):
-    """A model behind an HTTP API: one lazily created `httpx.AsyncClient`, reused.
+    """A model behind an HTTP API, sharing connections with the models that talk to its server.
 
-    The client belongs to the event loop that first used it: the actors runtime sends every
-    model request from one loop thread, which is what makes one pooled client right. A model
-    used from another loop later gets a new client; `aclose` closes the current one.
+    Without an ``http_client`` of its own, a model takes a lease on the shared clients of its
+    server's origin on the running event loop (see `HTTPPool`): the actors runtime sends every
+    model request from one loop thread, so all its models share one set of connections. A
+    model used from another loop later takes a lease there; `aclose` gives the lease back,
+    and the last one closes the clients.
     """
 
     provider: ClassVar[str]
@@ -91,17 +94,18 @@ class HTTPModel(ABC):
         retry: RetryPolicy | None,
         settings: ModelSettings | None,
         label: str,
+        pool: HTTPPool | None = None,
     ) -> None:
         self._model_name = model_name
         self._base_url = base_url.rstrip("/")
         self._keys = keys
         self._user_client = http_client
-        self._timeout = timeout
+        default = None if http_client is not None else DEFAULT_TIMEOUT  # yours keeps its own
+        self._timeout = httpx.Timeout(timeout) if timeout is not None else default
         self._retry = retry if retry is not None else RetryPolicy()
         self._settings: ModelSettings = dict(settings or {})  # type: ignore[assignment]
         self._label = label
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._lease = Lease(self._base_url, pool if pool is not None else HTTPPool())
 
     # -- what providers fill in ------------------------------------------------------------
 
@@ -148,6 +152,11 @@ class HTTPModel(ABC):
         return self._base_url
 
     @property
+    def pool(self) -> HTTPPool:
+        """How this model shares connections with the others that talk to its server."""
+        return self._lease.pool
+
+    @property
     def retry(self) -> RetryPolicy:
         """When failed requests are retried."""
         return self._retry
@@ -173,7 +182,7 @@ class HTTPModel(ABC):
         stream = bool(settings.get("stream", request.on_delta is not None))
         key = self._keys.resolve()
         content = _encode(self._body(request, settings, stream))
-        timeout: httpx.Timeout | None = None
+        timeout = self._timeout
         if "timeout" in settings:
             timeout = httpx.Timeout(settings["timeout"])
 
@@ -195,17 +204,12 @@ class HTTPModel(ABC):
         return self._finish(response, request, settings)
 
     async def aclose(self) -> None:
-        """Close the HTTP client this model created (a client passed in stays open).
+        """Give back this model's lease on the shared clients (a client passed in stays open).
 
-        The model stays usable: the next request creates a new client.
+        The last model to give its lease back closes the clients. The model stays usable: the
+        next request takes a new lease.
         """
-        client, self._client = self._client, None
-        loop, self._client_loop = self._client_loop, None
-        if client is None:
-            return
-        if loop is not None and loop is not asyncio.get_running_loop() and loop.is_closed():
-            return  # Its connections died with their loop; nothing is left to close.
-        await client.aclose()
+        await self._lease.give_back()
 
     async def __aenter__(self) -> Self:
         return self
@@ -227,8 +231,6 @@ class HTTPModel(ABC):
                 "build the model where it will run"
             )
         state = dict(self.__dict__)
-        state["_client"] = None
-        state["_client_loop"] = None
         state["_keys"] = self._keys.without_explicit_string()
         return state
 
@@ -236,20 +238,6 @@ class HTTPModel(ABC):
         self.__dict__.update(state)
 
     # -- machinery --------------------------------------------------------------------------
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._user_client is not None:
-            return self._user_client
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            if self._client is not None:
-                _log.debug("model.new_client", model=self.name, reason="another event loop")
-            self._client = httpx.AsyncClient(
-                timeout=self._timeout if self._timeout is not None else DEFAULT_TIMEOUT,
-                limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
-            )
-            self._client_loop = loop
-        return self._client
 
     async def _cancellable(self, request: ModelRequest, work: Any, log: Any) -> ModelResponse:
         """Await ``work``; a cancel of ``request.cancellation`` from any thread stops it.
@@ -297,7 +285,25 @@ class HTTPModel(ABC):
         timeout: httpx.Timeout | None,
         log: Any,
     ) -> ModelResponse:
-        client = self._http()
+        client = self._user_client
+        if client is not None:
+            return await self._exchange(client, content, key, stream, request, timeout, log)
+        try:
+            async with self._lease.client(timeout) as client:
+                return await self._exchange(client, content, key, stream, request, timeout, log)
+        except httpx.HTTPError as exc:  # no connection came free in time (`_exchange` maps its own)
+            raise transport_error(exc, key, self.name, replied=False) from exc
+
+    async def _exchange(
+        self,
+        client: httpx.AsyncClient,
+        content: bytes,
+        key: ApiKey | None,
+        stream: bool,
+        request: ModelRequest,
+        timeout: httpx.Timeout | None,
+        log: Any,
+    ) -> ModelResponse:
         http_request = client.build_request(
             "POST",
             self._base_url + self._path,

@@ -38,6 +38,7 @@ from actors.models._model import (
     ToolDefinition,
 )
 from actors.models._native import native_mode, native_schema, unwrap_text
+from actors.models._pool import HTTPPool
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
 
@@ -60,9 +61,15 @@ class OpenAIChatModel(HTTPModel):
         model_name: The model, as the server names it (``"gpt-4o-mini"``).
         base_url: The API root, up to and including ``/v1``.
         api_key: The key, or a function returning it (called on every request).
-        http_client: Your own client (proxies, custom transports); you close it.
-        timeout: Transport timeouts of the client the model creates. Default: connect 10 s,
-            everything else 300 s. ``settings["timeout"]`` overrides it for one request.
+        http_client: Your own client (proxies, custom transports); you close it. Without
+            one, the model shares connections with every model that talks to the same
+            server (see ``pool``).
+        timeout: Transport timeouts of the model's requests. Default: connect 10 s,
+            everything else 300 s (the pool timeout bounds the wait for a free connection).
+            ``settings["timeout"]`` overrides it for one request.
+        pool: How connections to the server are shared (default `HTTPPool()`: up to 1,000
+            requests in flight per server, more wait their turn). Ignored with
+            ``http_client``.
         retry: When failed requests are retried (default `RetryPolicy()`).
         settings: Defaults for every request; a request's own settings win.
         provider: The label in `name` (``"ollama"``, ``"openai-compatible"``, ...).
@@ -87,6 +94,7 @@ class OpenAIChatModel(HTTPModel):
         api_key: ApiKeySource = None,
         http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout | None = None,
+        pool: HTTPPool | None = None,
         retry: RetryPolicy | None = None,
         settings: ModelSettings | None = None,
         provider: str = "openai",
@@ -104,6 +112,7 @@ class OpenAIChatModel(HTTPModel):
             keys=keys,
             http_client=http_client,
             timeout=timeout,
+            pool=pool,
             retry=retry,
             settings=settings,
             label=provider,

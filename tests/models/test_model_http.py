@@ -417,9 +417,9 @@ def test_one_client_is_reused_across_requests(server: Any, wire: Any) -> None:
     async def main() -> None:
         async with openai(server) as model:
             await model.request(ask())
-            client = model._client
+            client = model._lease.held
             await model.request(ask())
-            assert model._client is client
+            assert model._lease.held == client
 
     asyncio.run(main())
     first, second = server.received
