@@ -8,7 +8,7 @@ from typing import Literal
 
 import pytest
 
-from actors import Agent, ContextUpdate, Model, ModelRequest, ModelResponse, RunContext
+from actors import Agent, ContextUpdate, Model, RunContext
 from actors.models import CachedModel, OpenAIChatModel
 from actors.models._model import allow_model_requests
 from actors.sim import Simulation
@@ -25,24 +25,6 @@ def tell(
     if sent >= 2 or to == ctx.agent_id:  # a bounded conversation
         return "not sent", ContextUpdate()
     return "sent", ContextUpdate().set("sent", sent + 1).send(to, text)
-
-
-class ClosedAfterEachRequest:
-    """The provider, its connections closed after each request.
-
-    The simulator runs a request that is not answered at once on an event loop of its own;
-    a client left open on a finished loop would leak its sockets.
-    """
-
-    def __init__(self, inner: OpenAIChatModel) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        try:
-            return await self.inner.request(request)
-        finally:
-            await self.inner.aclose()
 
 
 def run_world(model: Model) -> tuple[bytes, int]:
@@ -68,7 +50,7 @@ def test_a_recorded_simulation_replays_to_the_same_bytes_offline(tmp_path: Path)
     path = tmp_path / "replies.db"
     with serve(latency=0.01) as url:
         provider = OpenAIChatModel("fake", base_url=url, api_key="k")
-        recorder = CachedModel(ClosedAfterEachRequest(provider), path)
+        recorder = CachedModel(provider, path)  # the simulation closes its clients at the end
         recorded, steps = run_world(recorder)
         asked = stats(url)["requests"]
     assert steps > 6
