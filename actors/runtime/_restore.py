@@ -19,7 +19,7 @@ from actors.exceptions import (
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
-from actors.loop._recovery import open_turn, recover
+from actors.loop._recovery import open_turn, open_turn_start, recover
 from actors.loop._subagent_calls import child_tool_context
 from actors.loop._types import SendMessage
 from actors.runtime._effects import ApprovalHandler
@@ -216,7 +216,7 @@ def _restore(
         if open_turn(ctx) is not None:
             answered = {m.tool_call_id for m in ctx.messages if isinstance(m, ToolResultMessage)}
             calls = {c.id: c for m in ctx.assistant_messages for c in m.tool_calls}
-            for event in ctx.events:
+            for event in ctx.events_since(open_turn_start(ctx)):
                 if event.type != "subagent_spawned" or event.data.get("delegated"):
                     continue
                 call_id, child_id = event.data.get("tool_call_id"), event.data["child_id"]
@@ -306,22 +306,17 @@ def _restore(
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
     if node.parent_id is None or node.parent_id not in contexts:
         return False
-    return any(
-        e.type == "subagent_spawned"
-        and e.data.get("child_id") == node.agent_id
-        and e.data.get("keep")
-        for e in contexts[node.parent_id].events
-    )
+    return node.agent_id in contexts[node.parent_id]._kept_ids  # folded: no event is read
 
 
 def _subagent_of(
     parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
 ) -> Subagent | None:
     """The parent's subagent that spawned ``child_id``, if the parent's spec has it."""
-    for event in parent_ctx.events:
-        if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
-            subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
-            if subagent is not None and subagent.agent.name == name:
-                return subagent
-            return None
+    spawned = parent_ctx._spawned.get(child_id)  # its first spawn, folded
+    if spawned is None:
+        return None
+    subagent = parent.spec.subagent_map.get(spawned.get("name") or "")
+    if subagent is not None and subagent.agent.name == name:
+        return subagent
     return None

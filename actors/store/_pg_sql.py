@@ -124,7 +124,20 @@ def migrations(schema: str) -> list[list[str]]:
         """,
         _append_function(s),
     ]
-    return [create_v1]
+    # Version 2: one snapshot of the folded context per agent (`SessionStore.put_snapshot`).
+    snapshots_v2 = [
+        f"""
+        CREATE TABLE {s}.snapshots (
+            session_id text NOT NULL,
+            agent_id   text NOT NULL,
+            seq        bigint NOT NULL,
+            data       text NOT NULL,
+            PRIMARY KEY (session_id, agent_id),
+            FOREIGN KEY (session_id, agent_id) REFERENCES {s}.agents ON DELETE CASCADE
+        )
+        """,
+    ]
+    return [create_v1, snapshots_v2]
 
 
 def _append_function(s: str) -> str:
@@ -398,6 +411,51 @@ class Statements:
         return (
             f"SELECT agent_id, seq, type, data, created_at FROM {self.s}.events"
             " WHERE session_id = %(session)s ORDER BY agent_id, seq"
+        )
+
+    @property
+    def load_snapshots(self) -> str:
+        """A session's snapshots."""
+        return f"SELECT agent_id, seq, data FROM {self.s}.snapshots WHERE session_id = %(session)s"
+
+    @property
+    def load_recent_events(self) -> str:
+        """A session's events, agent by agent, each from its snapshot's seq (or from 0)."""
+        return (
+            "SELECT e.agent_id, e.seq, e.type, e.data, e.created_at"
+            f" FROM {self.s}.agents AS a LEFT JOIN {self.s}.snapshots AS n"
+            " ON n.session_id = a.session_id AND n.agent_id = a.agent_id"
+            f" CROSS JOIN LATERAL (SELECT * FROM {self.s}.events AS x"
+            " WHERE x.session_id = a.session_id AND x.agent_id = a.agent_id"
+            " AND x.seq >= COALESCE(n.seq, 0)) AS e"
+            " WHERE a.session_id = %(session)s ORDER BY e.agent_id, e.seq"
+        )
+
+    @property
+    def read_events(self) -> str:
+        """An agent's events between two seqs, and whether its session exists."""
+        return (
+            "SELECT e.seq, e.type, e.data, e.created_at"
+            f" FROM {self.s}.events AS e WHERE e.session_id = %(session)s"
+            " AND e.agent_id = %(agent)s AND e.seq >= %(start)s AND e.seq < %(stop)s"
+            " ORDER BY e.seq"
+        )
+
+    @property
+    def agent_exists(self) -> str:
+        """Whether an agent was put."""
+        return (
+            f"SELECT 1 FROM {self.s}.agents WHERE session_id = %(session)s AND agent_id = %(agent)s"
+        )
+
+    @property
+    def put_snapshot(self) -> str:
+        """Insert or replace an agent's snapshot."""
+        return (
+            f"INSERT INTO {self.s}.snapshots (session_id, agent_id, seq, data)"
+            " VALUES (%(session)s, %(agent)s, %(seq)s, %(data)s)"
+            " ON CONFLICT (session_id, agent_id) DO UPDATE SET seq = excluded.seq,"
+            " data = excluded.data"
         )
 
     @property
