@@ -70,9 +70,9 @@ class SnapshotConformance(ConformanceBase):
         """Changing a snapshot after writing it, or after loading it, changes nothing stored."""
         self._session(store)
         store.append_events("s1", "root", self._events("root", 0, 1))
-        snapshot = {"seq": 0, "items": [1]}
-        store.put_snapshot("s1", "root", snapshot)
-        snapshot["items"].append(2)
+        items = [1]
+        store.put_snapshot("s1", "root", {"seq": 0, "items": items})
+        items.append(2)
         first = store.load("s1", snapshots=True).agent("root").snapshot
         assert first == {"seq": 0, "items": [1]}
         first["items"].append(3)
