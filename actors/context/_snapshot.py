@@ -48,11 +48,14 @@ def event_digest(event: Event) -> str:
 def take_snapshot(ctx: AgentContext) -> dict[str, Any]:
     """The fold of ``ctx`` at its last event, as a plain JSON object.
 
+    It needs no event before its last (a context activated from a snapshot has not read
+    them).
+
     Raises:
-        ValueError: The context has no event, or events it has not read yet.
+        ValueError: The context has no event.
     """
-    if not ctx.event_count or ctx._unread:
-        raise ValueError("a snapshot is taken of a context that holds its log")
+    if not ctx.event_count:
+        raise ValueError("a snapshot is taken of a context with at least one event")
     last = ctx._event_at(ctx.event_count - 1)
     requests, tokens_in, tokens_out, calls = ctx._used
     # An open turn (a suspended run) is read again from its start: a restore scans it.

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._agent_context import AgentContext
 from actors.context._event_log import consumers_changed
+from actors.context._events import Event
 from actors.context._messages import ToolCall, ToolResultMessage
+from actors.context._snapshot import from_snapshot
 from actors.context._suspension import Request
 from actors.exceptions import (
     AgentDefinitionError,
@@ -27,9 +29,10 @@ from actors.runtime._node import AgentNode, Tree
 from actors.runtime._observer import current_observer, notify_restore
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
+from actors.store._records import StoredAgent
 
 if TYPE_CHECKING:
-    from actors.context._events import Clock, Event
+    from actors.context._events import Clock
     from actors.loop._loop import TreeLimits
     from actors.loop._toolset import ToolsetHost
     from actors.models._model import Model
@@ -131,7 +134,10 @@ def _restore(
     listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None,
     activated: bool,
 ) -> AgentNode:
-    stored = store.load(session_id)
+    # An activation follows an orderly passivation: each agent's snapshot and the events
+    # after it are enough. A restore after a crash reads whole logs (it sends every peer
+    # message of them again).
+    stored = store.load(session_id, snapshots=activated)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}
     if stored.root_agent_id not in by_id:
@@ -174,7 +180,7 @@ def _restore(
                 narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
                 node_tool_context = None
         try:
-            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+            ctx, snapshot_seq = _context_of(store, session_id, entry, host.clock)
         except SerializationError as exc:  # only the restore knows which session it was
             raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
@@ -192,6 +198,7 @@ def _restore(
             position=record.position,
             status=record.status,
             saved_status=record.status,
+            snapshot_seq=snapshot_seq,
         )
         if parent is not None:
             parent.children.append(record.agent_id)
@@ -301,6 +308,40 @@ def _restore(
             for send in sends_of(contexts[agent_id].events):
                 host.deliver_peer(agent_id, send)
     return nodes[stored.root_agent_id]
+
+
+def _context_of(
+    store: SessionStore, session_id: str, entry: StoredAgent, clock: Clock
+) -> tuple[AgentContext, int]:
+    """An agent's context, from its snapshot when it has one that fits its log.
+
+    Returns the context and the seq its snapshot folded (-1 when it was folded from the whole
+    log: its next persist writes a new snapshot, so a snapshot that did not fit is rebuilt).
+    """
+    record = entry.record
+    if entry.snapshot is None:
+        return AgentContext.deserialize(entry.context, clock=clock), -1
+    agent_id = record.agent_id
+
+    def read_before(stop: int) -> list[Event]:
+        return [
+            Event.model_validate(raw) for raw in store.read_events(session_id, agent_id, stop=stop)
+        ]
+
+    ctx = from_snapshot(
+        entry.snapshot,
+        entry.context["events"],
+        read_before=read_before,
+        agent_id=agent_id,
+        name=record.name,
+        parent_id=record.parent_id,
+        clock=clock,
+    )
+    if ctx is not None:
+        return ctx, int(entry.snapshot["folded"])
+    # It does not fit (logged at debug by from_snapshot): the whole log, as without one.
+    blob = {**entry.context, "events": store.read_events(session_id, agent_id)}
+    return AgentContext.deserialize(blob, clock=clock), -1
 
 
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
