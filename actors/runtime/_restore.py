@@ -137,7 +137,8 @@ def _restore(
     # An activation follows an orderly passivation: each agent's snapshot and the events
     # after it are enough. A restore after a crash reads whole logs (it sends every peer
     # message of them again).
-    stored = store.load(session_id, snapshots=activated)
+    snapshots = activated and getattr(host, "snapshot_every", None) is not None
+    stored = store.load(session_id, snapshots=snapshots)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}
     if stored.root_agent_id not in by_id:

@@ -96,9 +96,7 @@ def _apply(ctx: AgentContext, step: tuple[Any, ...]) -> None:
     elif kind in ("turn_start", "turn_end"):
         ctx.log_event(kind, {"run_id": step[1]})
     elif kind == "spawn":
-        ctx.log_event(
-            "subagent_spawned", {"child_id": step[1], "name": "helper", "keep": step[2]}
-        )
+        ctx.log_event("subagent_spawned", {"child_id": step[1], "name": "helper", "keep": step[2]})
     elif kind == "suspend":
         call = ToolCall(id=f"call-{step[1]}", name="approve", arguments={})
         ctx.log_event(

@@ -147,7 +147,7 @@ def test_a_session_restored_after_a_crash_keeps_waking_from_snapshots(
             ref.run(f"m{n}", timeout=BOUND)
         agent_id = ref.agent_id
     # The runtime went away without passivating: the stored snapshot is older than the log.
-    with Runtime(snapshot_every=None) as rt:
+    with Runtime(snapshot_every=1000) as rt:
         ref = rt.restore("s1", store=store, agents=[_chat()])
         assert ref.passivate()
         result = ref.run("back", timeout=BOUND)
@@ -182,6 +182,25 @@ def test_a_suspended_run_resumes_after_waking_from_a_snapshot(
         assert reads.ranges == []  # the open turn came with the snapshot
         assert reads.loads[0][0] is True and reads.loads[0][1][0] < 15
         assert ref.context().entries == _whole_fold(store, "s1", ref.agent_id).entries
+
+
+def test_with_snapshots_off_none_is_written_or_read(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Runtime(snapshot_every=5) as rt:
+        ref = rt.spawn(_chat(), store=store, session_id="s1")
+        for n in range(10):
+            ref.run(f"m{n}", timeout=BOUND)
+        agent_id = ref.agent_id
+    written = store.load("s1", snapshots=True).agent(agent_id).snapshot
+    with Runtime(snapshot_every=None) as rt:
+        ref = rt.restore("s1", store=store, agents=[_chat()])
+        assert ref.passivate()
+        reads = Reads(store, monkeypatch)
+        assert ref.run("back", timeout=BOUND).output == "r10"
+        assert reads.loads == [(False, [reads.loads[0][1][0]])]  # the whole log
+        assert reads.loads[0][1][0] > 80
+    assert store.load("s1", snapshots=True).agent(agent_id).snapshot == written
 
 
 def test_snapshot_every_is_checked() -> None:
