@@ -72,7 +72,8 @@ def test_a_long_session_wakes_from_its_snapshot_without_reading_its_log(
         logged = ref.context().event_count
         assert ref.passivate()
         snapshot = store.load("s1", snapshots=True).agent(ref.agent_id).snapshot
-        assert snapshot is not None and snapshot["folded"] == logged  # the `passivated` event
+        assert snapshot is not None
+        assert snapshot["folded"] == logged
         reads = Reads(store, monkeypatch)
         result = ref.run("after the sleep", timeout=BOUND)
         assert result.output == "r30"
@@ -105,7 +106,8 @@ def test_a_snapshot_that_does_not_fit_is_ignored_and_rebuilt(store: SessionStore
         assert len(result.messages) == 22
         assert any(e["event"] == "snapshot ignored" for e in logs)
         rebuilt = store.load("s1", snapshots=True).agent(ref.agent_id).snapshot
-        assert rebuilt is not None and rebuilt["version"] == SNAPSHOT_VERSION
+        assert rebuilt is not None
+        assert rebuilt["version"] == SNAPSHOT_VERSION
         assert rebuilt["folded"] > good["folded"]  # written again from the whole fold
         assert ref.passivate()
         assert ref.run("once more", timeout=BOUND).output == "r11"
@@ -180,7 +182,8 @@ def test_a_suspended_run_resumes_after_waking_from_a_snapshot(
         result = ref.resume({waiting.requests[0].id: Answer(ok=True)}, timeout=BOUND)
         assert (result.status, result.output) == ("completed", "sent")
         assert reads.ranges == []  # the open turn came with the snapshot
-        assert reads.loads[0][0] is True and reads.loads[0][1][0] < 15
+        assert reads.loads[0][0] is True
+        assert reads.loads[0][1][0] < 15
         assert ref.context().entries == _whole_fold(store, "s1", ref.agent_id).entries
 
 
