@@ -53,7 +53,7 @@ from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage, usage_of
-from actors.exceptions import InvalidUpdateError, UserError
+from actors.exceptions import CorruptStoreError, InvalidUpdateError, UserError
 
 __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
 
@@ -240,7 +240,7 @@ class AgentContext:
             raise UserError(f"agent {self.agent_id!r}: the start of its log cannot be read")
         events = list(read(count))
         if len(events) != count or any(e.seq != i for i, e in enumerate(events)):
-            raise UserError(
+            raise CorruptStoreError(
                 f"agent {self.agent_id!r}: its store gave {len(events)} events for the "
                 f"{count} its snapshot stood for; the store changed under the session"
             )
