@@ -2,10 +2,11 @@
 
 A snapshot holds what folding an agent's log up to one event gave (the transcript with each
 message's time and seq, metadata, usage, counters, open suspensions, what restore needs of
-turns and children), the ``seq`` of that last event and a digest of it. The log stays the
-truth: a snapshot is used only when the stored event at its ``seq`` has its digest, and when
-it was written in this format; otherwise it is ignored (logged at debug) and the log is folded
-from the start, as without one.
+turns and children), the seq of that last event (``folded``) and a digest of it, and ``seq``:
+the first event read with it (``folded``, or the start of a turn still open, which a restore
+scans). The log stays the truth: a snapshot is used only when the stored event at ``folded``
+has its digest, and when it was written in this format; otherwise it is ignored (logged at
+debug) and the log is folded from the start, as without one.
 
 A context built from a snapshot plus the events after it equals the context folded from the
 whole log, except that the events before the snapshot are read from the store the first time
