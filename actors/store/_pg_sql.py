@@ -419,21 +419,17 @@ class Statements:
         return f"SELECT agent_id, seq, data FROM {self.s}.snapshots WHERE session_id = %(session)s"
 
     @property
-    def load_recent_events(self) -> str:
-        """A session's events, agent by agent, each from its snapshot's seq (or from 0)."""
+    def load_events_of(self) -> str:
+        """The events of some agents of a session, agent by agent, in seq order."""
         return (
-            "SELECT e.agent_id, e.seq, e.type, e.data, e.created_at"
-            f" FROM {self.s}.agents AS a LEFT JOIN {self.s}.snapshots AS n"
-            " ON n.session_id = a.session_id AND n.agent_id = a.agent_id"
-            f" CROSS JOIN LATERAL (SELECT * FROM {self.s}.events AS x"
-            " WHERE x.session_id = a.session_id AND x.agent_id = a.agent_id"
-            " AND x.seq >= COALESCE(n.seq, 0)) AS e"
-            " WHERE a.session_id = %(session)s ORDER BY e.agent_id, e.seq"
+            f"SELECT agent_id, seq, type, data, created_at FROM {self.s}.events"
+            " WHERE session_id = %(session)s AND agent_id = ANY(%(agents)s::text[])"
+            " ORDER BY agent_id, seq"
         )
 
     @property
     def read_events(self) -> str:
-        """An agent's events between two seqs, and whether its session exists."""
+        """An agent's events between two seqs (a range of the primary key)."""
         return (
             "SELECT e.seq, e.type, e.data, e.created_at"
             f" FROM {self.s}.events AS e WHERE e.session_id = %(session)s"

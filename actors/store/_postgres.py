@@ -319,8 +319,24 @@ class PostgresStore(SessionStore):
             if snapshots:
                 rows = conn.execute(self._sql.load_snapshots, params).fetchall()
                 kept.update((agent_id, (int(seq), data)) for agent_id, seq, data in rows)
-            query = self._sql.load_recent_events if kept else self._sql.load_events
-            events = conn.execute(query, params).fetchall()
+            if not kept:
+                return head, agents, conn.execute(self._sql.load_events, params).fetchall()
+            # The agents with a snapshot one by one, each from its seq: a range of the primary
+            # key with a literal bound (a join on the snapshot's seq reads the whole log).
+            others = sorted({row[0] for row in agents} - kept.keys())
+            events = (
+                conn.execute(self._sql.load_events_of, {**params, "agents": others}).fetchall()
+                if others
+                else []
+            )
+            for agent_id in sorted(kept):
+                start = kept[agent_id][0]
+                bounds = {**params, "agent": agent_id, "start": start, "stop": 2**63 - 1}
+                events += [
+                    (agent_id, *row)
+                    for row in conn.execute(self._sql.read_events, bounds).fetchall()
+                ]
+            events.sort(key=lambda row: row[0])  # stable: grouped by agent, in seq order
             return head, agents, events
 
         head, agent_rows, event_rows = self._open().run("loading a session", work, snapshot=True)
