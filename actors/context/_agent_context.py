@@ -53,7 +53,7 @@ from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage, usage_of
-from actors.exceptions import InvalidUpdateError, UserError
+from actors.exceptions import CorruptStoreError, InvalidUpdateError, UserError
 
 __all__ = ["INTERRUPTED_NOT_STARTED", "AgentContext", "TranscriptEntry"]
 
@@ -168,6 +168,19 @@ class AgentContext:
         self._answered_calls: set[str] = set()
         self._sent = 0  # peer messages this agent sent (numbers its next one)
         self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
+        # What a restore needs of the turns and children, folded so it reads no old events
+        # (a context activated from a snapshot has not read them; see `_snapshot`).
+        self._open_turn: str | None = None  # the run id of a turn started and not ended
+        self._turn_seq = -1  # the seq of the last ``turn_start``
+        self._turns = 0  # how many ``turn_start`` events
+        self._spawned: dict[str, dict[str, Any]] = {}  # child id -> its first spawn's data
+        self._kept_ids: set[str] = set()  # children spawned with ``keep``
+        self._kept_names: dict[str, str] = {}  # subagent name -> its latest kept child's id
+        self._children_spawned = 0  # spawns that were not a continuation
+        # Events of seqs below this were not read yet (their places hold None): a context
+        # activated from a snapshot reads them from its store on first need, with this.
+        self._unread = 0
+        self._read_unread: Callable[[int], Sequence[Event]] | None = None
         # A tuple, swapped on (un)subscribe: appending iterates it without copying it.
         self._listeners: tuple[EventListener, ...] = ()
         if metadata:
@@ -180,7 +193,13 @@ class AgentContext:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """The whole log, in order."""
+        """The whole log, in order.
+
+        A context activated from a snapshot reads the events before it from its store the
+        first time they are needed (here, `events_view` or `events_since` reaching them).
+        """
+        if self._unread:
+            self._read_prefix()
         events = self._events
         size = len(events)
         if self._first_lazy < size:
@@ -204,11 +223,29 @@ class AgentContext:
         """
         events = self._events
         start = seq if seq >= 0 else max(len(events) + seq, 0)
+        if start < self._unread:
+            self._read_prefix()
         return EventView(events, start, len(events))
 
     def _event_at(self, seq: int) -> Event:
         """The event at ``seq``, made from its record if no one read it before."""
+        if self._unread and (seq if seq >= 0 else len(self._events) + seq) < self._unread:
+            self._read_prefix()
         return event_at(self._events, seq)
+
+    def _read_prefix(self) -> None:
+        """Read the events a snapshot stood for (seqs below `_unread`) from the store."""
+        count, read = self._unread, self._read_unread
+        if read is None:
+            raise UserError(f"agent {self.agent_id!r}: the start of its log cannot be read")
+        events = list(read(count))
+        if len(events) != count or any(e.seq != i for i, e in enumerate(events)):
+            raise CorruptStoreError(
+                f"agent {self.agent_id!r}: its store gave {len(events)} events for the "
+                f"{count} its snapshot stood for; the store changed under the session"
+            )
+        self._events[:count] = events
+        self._unread, self._read_unread = 0, None
 
     def set_gate(self, gate: EventGate | None) -> None:
         """The host's hook: ``gate.on_append(context, seq)`` after an append, no `Event` made.
@@ -447,6 +484,19 @@ class AgentContext:
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
+            self._open_turn = data.get("run_id", "")
+            self._turn_seq = seq
+            self._turns += 1
+        elif kind == "turn_end":
+            self._open_turn = None
+        elif kind == "subagent_spawned":
+            child_id = data["child_id"]
+            self._spawned.setdefault(child_id, data)
+            if not data.get("continued"):
+                self._children_spawned += 1
+            if data.get("keep"):
+                self._kept_ids.add(child_id)
+                self._kept_names[data["name"]] = child_id
         elif kind == "step_start":
             self._iteration = int(data.get("iteration", self._iteration + 1))
         elif kind == "context_update":
@@ -933,6 +983,8 @@ _FOLDED = SURFACE_TYPES | {
     "usage",
     "tool_call",
     "turn_start",
+    "turn_end",
+    "subagent_spawned",
     "step_start",
     "context_update",
     REPLACE,

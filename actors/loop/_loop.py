@@ -182,18 +182,11 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         self._definitions: tuple[ToolDefinition, ...] = ()
         self._refresh_tools()
         self._run: _Run | None = None
-        # What a restored log says of the runs and children so far (one pass over it).
-        self._children_spawned = self._runs = 0
-        self._kept: dict[str, str] = {}
-        for event in context.events:
-            if event.type == "turn_start":
-                self._runs += 1
-            elif event.type == "subagent_spawned":
-                data = event.data
-                if not data.get("continued"):
-                    self._children_spawned += 1
-                if data.get("keep"):
-                    self._kept[data["name"]] = data["child_id"]
+        # What a restored log says of the runs and children so far (folded by the context:
+        # no event is read, so a context activated from a snapshot reads none).
+        self._children_spawned = context._children_spawned
+        self._runs = context._turns
+        self._kept: dict[str, str] = dict(context._kept_names)
         self.current_tool: str | None = None
         if context.suspended:
             self._restore_suspension()

@@ -9,10 +9,10 @@ Running it twice adds nothing.
 from __future__ import annotations
 
 from actors.context._agent_context import INTERRUPTED_NOT_STARTED, AgentContext
-from actors.context._messages import ToolCall, UserMessage
+from actors.context._messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from actors.loop._peers import peer_message
 
-__all__ = ["OUTCOME_UNKNOWN", "open_turn", "recover", "undelivered"]
+__all__ = ["OUTCOME_UNKNOWN", "open_turn", "open_turn_start", "recover", "undelivered"]
 
 OUTCOME_UNKNOWN = (
     "Tool call was interrupted and its outcome is unknown: it may have run. "
@@ -22,13 +22,25 @@ OUTCOME_UNKNOWN = (
 
 def open_turn(ctx: AgentContext) -> str | None:
     """The run id of a turn that started and never ended, or None."""
-    run_id: str | None = None
-    for event in ctx.events:
-        if event.type == "turn_start":
-            run_id = event.data.get("run_id", "")
-        elif event.type == "turn_end":
-            run_id = None
-    return run_id
+    return ctx._open_turn  # folded: no event is read
+
+
+def open_turn_start(ctx: AgentContext) -> int:
+    """A seq from which the log shows the open turn and every tool call still unanswered.
+
+    The open turn's start, or the message of an older call without a result, if any: a scan
+    from here sees what one of the whole log would (the events of a call follow its message).
+    """
+    start = max(ctx._turn_seq, 0)
+    answered = {m.tool_call_id for m in ctx.messages if isinstance(m, ToolResultMessage)}
+    for message, _, seq in ctx.entries:
+        if seq >= start:
+            break
+        if isinstance(message, AssistantMessage) and any(
+            c.id not in answered for c in message.tool_calls
+        ):
+            return 0  # rare: an older call without a result; read the whole log
+    return start
 
 
 def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
@@ -42,7 +54,11 @@ def recover(ctx: AgentContext, *, waiting: bool) -> list[ToolCall]:
     run_id = open_turn(ctx)
     if run_id is None or waiting:
         return []
-    started = {e.data.get("tool_call_id") for e in ctx.events if e.type == "tool_call"}
+    started = {
+        e.data.get("tool_call_id")
+        for e in ctx.events_since(open_turn_start(ctx))
+        if e.type == "tool_call"
+    }
 
     def content(call: ToolCall) -> str:
         return OUTCOME_UNKNOWN if call.id in started else INTERRUPTED_NOT_STARTED
@@ -89,6 +105,6 @@ def undelivered(ctx: AgentContext, start: int) -> list[tuple[UserMessage, str]]:
 
 def _deliver_waiting(ctx: AgentContext) -> None:
     """Hand the transcript what reached the agent and the crash kept from it."""
-    start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
+    start = max(ctx._turn_seq, 0)  # the last turn_start
     for message, source in undelivered(ctx, start):
         ctx._add_message(message, source=source)

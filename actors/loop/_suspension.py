@@ -11,7 +11,7 @@ from actors.context._cancel import CancellationToken
 from actors.context._json import JsonError, json_copy
 from actors.context._messages import ToolCall
 from actors.context._suspension import Answer, Request
-from actors.context._usage import Usage
+from actors.context._usage import usage_of
 from actors.exceptions import UnknownRequestError
 from actors.loop._recovery import undelivered
 from actors.loop._state import _Call, _LoopCore, _Run
@@ -84,13 +84,18 @@ class SuspensionMixin(_LoopCore):
         """
         ctx = self.ctx
         run_id = ctx.run_id or self.next_run_id()
-        start = max((e.seq for e in ctx.events if e.type == "turn_start"), default=0)
-        usage = Usage()
-        for event in ctx.events[:start]:
+        start = max(ctx._turn_seq, 0)  # the last turn_start (folded: no event is read)
+        # What was used before the run: the whole fold less the run's own events.
+        requests, tokens_in, tokens_out, calls = ctx._used
+        for event in ctx.events_since(start):
             if event.type == "usage":
-                usage = usage + Usage(**event.data)
+                requests -= event.data.get("requests", 0)
+                tokens_in -= event.data.get("input_tokens", 0)
+                tokens_out -= event.data.get("output_tokens", 0)
+                calls -= event.data.get("tool_calls", 0)
             elif event.type == "tool_call":
-                usage = usage + Usage(tool_calls=1)
+                calls -= 1
+        usage = usage_of(requests, tokens_in, tokens_out, calls)
         run = _Run(run_id, None, CancellationToken(), usage, start)
         run.steering.extend(undelivered(ctx, start))
         return run

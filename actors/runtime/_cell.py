@@ -55,6 +55,7 @@ from actors.runtime._host import (
 )
 from actors.runtime._node import AgentNode
 from actors.runtime._observer import notify_release
+from actors.runtime._persist import snapshot_if_due
 
 __all__ = ["AgentCell"]
 
@@ -271,6 +272,8 @@ class AgentCell:
         except Exception:
             self.log.exception("could not persist events; they stay buffered")
             return False
+        # One comparison in the common case: a snapshot is due every `snapshot_every` events.
+        snapshot_if_due(self.node, self.loop.ctx, getattr(self.host, "snapshot_every", None))
         return True
 
     def _crash(self, exc: Exception) -> list[Effect]:
@@ -466,7 +469,10 @@ class AgentCell:
             else:
                 self.host.tell(reply.parent_id, DelegateDone(reply, None, error, Usage()))
         self.waiting.clear()
-        self.persist()
+        if self.persist() and how == "passivated":
+            # The wake reads this snapshot and the few events after it, not the whole log.
+            every = getattr(self.host, "snapshot_every", None)
+            snapshot_if_due(node, self.loop.ctx, every, passivating=True)
         notify_release(node, how)
         self.host.agent_stopped(node)
 

@@ -52,7 +52,7 @@ from actors.runtime._host import (
 )
 from actors.runtime._mailbox import Dispatcher
 from actors.runtime._node import AgentNode, Tree, new_child, new_loop, new_root
-from actors.runtime._persist import persist
+from actors.runtime._persist import SNAPSHOT_EVERY, check_snapshot_every, persist
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
 from actors.runtime._virtual import Passivation
@@ -97,6 +97,7 @@ class LocalHost(Orchestration):
         idle_after: Seconds after which an idle agent with a store is passivated, or None.
         default_model: The model of specs that name none.
         peers: The other hosts, when this host is one of many (see `Peers`), or None.
+        snapshot_every: Events between snapshots of an agent's fold, or None for none.
     """
 
     def __init__(
@@ -109,8 +110,10 @@ class LocalHost(Orchestration):
         idle_after: float | None,
         default_model: Model | None = None,
         peers: Peers | None = None,
+        snapshot_every: int | None = SNAPSHOT_EVERY,
     ) -> None:
         self.limits = limits
+        self.snapshot_every = check_snapshot_every(snapshot_every)
         self.peers = peers
         self.clock = clock
         self.default_model = default_model

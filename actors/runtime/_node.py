@@ -151,6 +151,8 @@ class AgentNode:
     # Children whose end was streamed when it came (`announce_child_end`): their
     # `subagent_finished` event, logged later in call order, is not streamed again.
     announced: set[str] | None = field(default=None, repr=False)
+    # The seq of the last event its store's snapshot folded (-1: none that fits the log).
+    snapshot_seq: int = field(default=-1, repr=False)
 
     def __post_init__(self) -> None:
         if not self.path:

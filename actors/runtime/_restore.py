@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.context._agent_context import AgentContext
 from actors.context._event_log import consumers_changed
+from actors.context._events import Event
 from actors.context._messages import ToolCall, ToolResultMessage
+from actors.context._snapshot import from_snapshot
 from actors.context._suspension import Request
 from actors.exceptions import (
     AgentDefinitionError,
@@ -19,7 +21,7 @@ from actors.exceptions import (
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
-from actors.loop._recovery import open_turn, recover
+from actors.loop._recovery import open_turn, open_turn_start, recover
 from actors.loop._subagent_calls import child_tool_context
 from actors.loop._types import SendMessage
 from actors.runtime._effects import ApprovalHandler
@@ -27,9 +29,10 @@ from actors.runtime._node import AgentNode, Tree
 from actors.runtime._observer import current_observer, notify_restore
 from actors.runtime._persist import persist
 from actors.store._protocol import SessionStore
+from actors.store._records import StoredAgent
 
 if TYPE_CHECKING:
-    from actors.context._events import Clock, Event
+    from actors.context._events import Clock
     from actors.loop._loop import TreeLimits
     from actors.loop._toolset_host import ToolsetHost
     from actors.models._model import Model
@@ -131,7 +134,11 @@ def _restore(
     listeners: Mapping[str, Sequence[Callable[[Event], None]]] | None,
     activated: bool,
 ) -> AgentNode:
-    stored = store.load(session_id)
+    # An activation follows an orderly passivation: each agent's snapshot and the events
+    # after it are enough. A restore after a crash reads whole logs (it sends every peer
+    # message of them again).
+    snapshots = activated and getattr(host, "snapshot_every", None) is not None
+    stored = store.load(session_id, snapshots=snapshots)
     specs = _spec_index(agents)
     by_id = {a.record.agent_id: a for a in stored.agents}
     if stored.root_agent_id not in by_id:
@@ -174,7 +181,7 @@ def _restore(
                 narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
                 node_tool_context = None
         try:
-            ctx = AgentContext.deserialize(entry.context, clock=host.clock)
+            ctx, snapshot_seq = _context_of(store, session_id, entry, host.clock)
         except SerializationError as exc:  # only the restore knows which session it was
             raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
@@ -192,6 +199,7 @@ def _restore(
             position=record.position,
             status=record.status,
             saved_status=record.status,
+            snapshot_seq=snapshot_seq,
         )
         if parent is not None:
             parent.children.append(record.agent_id)
@@ -216,7 +224,7 @@ def _restore(
         if open_turn(ctx) is not None:
             answered = {m.tool_call_id for m in ctx.messages if isinstance(m, ToolResultMessage)}
             calls = {c.id: c for m in ctx.assistant_messages for c in m.tool_calls}
-            for event in ctx.events:
+            for event in ctx.events_since(open_turn_start(ctx)):
                 if event.type != "subagent_spawned" or event.data.get("delegated"):
                     continue
                 call_id, child_id = event.data.get("tool_call_id"), event.data["child_id"]
@@ -303,25 +311,54 @@ def _restore(
     return nodes[stored.root_agent_id]
 
 
+def _context_of(
+    store: SessionStore, session_id: str, entry: StoredAgent, clock: Clock
+) -> tuple[AgentContext, int]:
+    """An agent's context, from its snapshot when it has one that fits its log.
+
+    Returns the context and the seq its snapshot folded (-1 when it was folded from the whole
+    log: its next persist writes a new snapshot, so a snapshot that did not fit is rebuilt).
+    """
+    record = entry.record
+    if entry.snapshot is None:
+        return AgentContext.deserialize(entry.context, clock=clock), -1
+    agent_id = record.agent_id
+
+    def read_before(stop: int) -> list[Event]:
+        return [
+            Event.model_validate(raw) for raw in store.read_events(session_id, agent_id, stop=stop)
+        ]
+
+    ctx = from_snapshot(
+        entry.snapshot,
+        entry.context["events"],
+        read_before=read_before,
+        agent_id=agent_id,
+        name=record.name,
+        parent_id=record.parent_id,
+        clock=clock,
+    )
+    if ctx is not None:
+        return ctx, int(entry.snapshot["folded"])
+    # It does not fit (logged at debug by from_snapshot): the whole log, as without one.
+    blob = {**entry.context, "events": store.read_events(session_id, agent_id)}
+    return AgentContext.deserialize(blob, clock=clock), -1
+
+
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
     if node.parent_id is None or node.parent_id not in contexts:
         return False
-    return any(
-        e.type == "subagent_spawned"
-        and e.data.get("child_id") == node.agent_id
-        and e.data.get("keep")
-        for e in contexts[node.parent_id].events
-    )
+    return node.agent_id in contexts[node.parent_id]._kept_ids  # folded: no event is read
 
 
 def _subagent_of(
     parent: AgentNode, parent_ctx: AgentContext, child_id: str, name: str
 ) -> Subagent | None:
     """The parent's subagent that spawned ``child_id``, if the parent's spec has it."""
-    for event in parent_ctx.events:
-        if event.type == "subagent_spawned" and event.data.get("child_id") == child_id:
-            subagent = parent.spec.subagent_map.get(event.data.get("name", ""))
-            if subagent is not None and subagent.agent.name == name:
-                return subagent
-            return None
+    spawned = parent_ctx._spawned.get(child_id)  # its first spawn, folded
+    if spawned is None:
+        return None
+    subagent = parent.spec.subagent_map.get(spawned.get("name") or "")
+    if subagent is not None and subagent.agent.name == name:
+        return subagent
     return None

@@ -18,6 +18,7 @@ from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
 from actors.runtime._keyed_lock import KeyedLock
 from actors.runtime._local import LocalHost
+from actors.runtime._persist import SNAPSHOT_EVERY
 from actors.runtime._ref import AgentRef
 from actors.runtime._restore import restore_tree
 from actors.store._protocol import SessionStore, check_store, has_session
@@ -73,6 +74,11 @@ class Runtime:
         default_model: The model of every agent whose spec names none: a `Model` or a model
             string such as ``"openai:gpt-4o-mini"``. Without it, the ``ACTORS_DEFAULT_MODEL``
             environment variable; with neither, spawning such an agent is a `UserError`.
+        snapshot_every: An agent with a store keeps a snapshot of its folded context there,
+            written after every this many events it logs and when it is passivated (if it
+            logged 64 or more since the last), so waking it reads the snapshot and the events
+            after it instead of its whole log. None writes none (activation then folds the
+            whole log). See docs/persistence.md.
 
     Raises:
         UserError: a count or duration out of range, or a default model that is not one.
@@ -95,6 +101,7 @@ class Runtime:
         clock: Clock = system_clock,
         idle_after: float | None = None,
         default_model: Model | str | None = None,
+        snapshot_every: int | None = SNAPSHOT_EVERY,
     ) -> None:
         for label, count in (("workers", workers), ("max_tool_threads", max_tool_threads)):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -114,6 +121,7 @@ class Runtime:
             clock=clock,
             idle_after=idle_after,
             default_model=default_model_of(default_model),
+            snapshot_every=snapshot_every,
         )
         # Opening a session (is it live? load or create it, register its root) is one step per
         # session id: threads opening one session take turns, different sessions do not wait.

@@ -22,11 +22,13 @@ from actors.context._json import MAX_WRAPPED_DEPTH, JsonError, depth_exceeds, js
 from actors.context._serialization import FORMAT_VERSION
 from actors.exceptions import StoreError, UserError
 from actors.store._records import AgentRecord, StoredAgent
+from actors.store._snapshots import decode_snapshot
 
 __all__ = [
     "EncodedEvent",
     "check_id",
     "check_own_record",
+    "check_range",
     "check_record",
     "context_blob",
     "decode_data",
@@ -58,6 +60,20 @@ def check_id(label: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise UserError(f"{label} must be a non-empty string, got {value!r}")
     return value
+
+
+def check_range(start: object, stop: object) -> tuple[int, int | None]:
+    """The ``start`` and ``stop`` of `SessionStore.read_events`, checked.
+
+    Raises:
+        UserError: Either is not an int (``stop`` may be None).
+    """
+    for label, value in (("start", start), ("stop", stop)):
+        if (value is not None or label == "start") and (
+            type(value) is not int  # bool is an int, not a seq
+        ):
+            raise UserError(f"read_events: {label} must be an int seq, got {value!r}")
+    return start, stop  # type: ignore[return-value]  # checked above
 
 
 def check_record(record: object) -> AgentRecord:
@@ -257,6 +273,7 @@ def stored_agents(
     agent_rows: Iterable[Sequence[Any]],
     event_rows: Iterable[Sequence[Any]],
     damaged: Callable[[str, Exception], StoreError],
+    snapshots: Mapping[str, tuple[int, str]] | None = None,
 ) -> tuple[StoredAgent, ...]:
     """The loaded agents of a session, from its stored rows.
 
@@ -265,6 +282,8 @@ def stored_agents(
         event_rows: ``(agent_id, seq, type, data, created_at)`` rows, grouped by agent and in
             seq order within each agent.
         damaged: Makes the error for an agent whose stored row or payload cannot be read.
+        snapshots: ``(seq, text)`` of the agents that have a snapshot, when the session is
+            loaded with them: their ``event_rows`` start at that seq.
 
     Raises:
         StoreError: What ``damaged`` makes, when a stored row or payload cannot be read.
@@ -279,5 +298,10 @@ def stored_agents(
             events = decode_log(rows_of.get(record.agent_id, []))
         except (ValueError, TypeError) as exc:  # UserError is a ValueError too
             raise damaged(str(row[0]) if row else "?", exc) from exc
-        agents.append(StoredAgent(record, context_blob(record, events)))
+        stored = (snapshots or {}).get(record.agent_id)
+        if stored is None:
+            agents.append(StoredAgent(record, context_blob(record, events)))
+        else:
+            blob = context_blob(record, events)
+            agents.append(StoredAgent(record, blob, decode_snapshot(stored[1]), stored[0]))
     return tuple(agents)

@@ -15,6 +15,7 @@ from actors.store._batch import (
     EncodedEvent,
     check_id,
     check_own_record,
+    check_range,
     check_record,
     context_blob,
     decode_log,
@@ -25,6 +26,7 @@ from actors.store._batch import (
 from actors.store._owner import Holder, busy, close_holder, holder_alive, new_holder
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
+from actors.store._snapshots import decode_snapshot, encode_snapshot
 
 __all__ = ["MemoryStore"]
 
@@ -39,6 +41,7 @@ class _Session:
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     logs: dict[str, list[EncodedEvent]] = field(default_factory=dict)
     event_count: int = 0
+    snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # agent -> (seq, JSON)
 
 
 @dataclass
@@ -199,28 +202,61 @@ class MemoryStore(SessionStore):
                 session.event_count += len(fresh)
                 session.updated_at = self._now()
 
-    def load(self, session_id: str) -> StoredSession:
+    def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
         with self._lock:
             session = self._session(session_id)
             records = sorted(session.agents.values(), key=lambda record: record.position)
-            logs = {record.agent_id: tuple(session.logs[record.agent_id]) for record in records}
+            kept = dict(session.snapshots) if snapshots else {}
+            logs = {
+                record.agent_id: tuple(
+                    session.logs[record.agent_id][kept.get(record.agent_id, (0, ""))[0] :]
+                )
+                for record in records
+            }
             head = (session.root_agent_id, session.data, session.created_at, session.updated_at)
         # Decoding happens outside the lock: the logs are append-only and copied above.
-        agents = tuple(
-            StoredAgent(
+        agents = []
+        for record in records:
+            blob = context_blob(
                 record,
-                context_blob(
-                    record,
-                    decode_log(
-                        [(e.seq, e.type, e.data, e.created_at) for e in logs[record.agent_id]]
-                    ),
-                ),
+                decode_log([(e.seq, e.type, e.data, e.created_at) for e in logs[record.agent_id]]),
             )
-            for record in records
-        )
+            snapshot = kept.get(record.agent_id)
+            if snapshot is None:
+                agents.append(StoredAgent(record, blob))
+            else:
+                agents.append(StoredAgent(record, blob, decode_snapshot(snapshot[1]), snapshot[0]))
         root, data, created_at, updated_at = head
-        return StoredSession(session_id, root, json.loads(data), created_at, updated_at, agents)
+        return StoredSession(
+            session_id, root, json.loads(data), created_at, updated_at, tuple(agents)
+        )
+
+    def read_events(
+        self, session_id: str, agent_id: str, *, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The agent's events with ``start <= seq < stop``. See `SessionStore.read_events`."""
+        start, stop = check_range(start, stop)
+        with self._lock:
+            log = self._session(session_id).logs.get(agent_id, [])
+            rows = [
+                (e.seq, e.type, e.data, e.created_at)
+                for e in log[max(start, 0) : stop if stop is None else max(stop, 0)]
+            ]
+        return decode_log(rows)
+
+    def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
+        """Keep the agent's snapshot. See `SessionStore.put_snapshot`."""
+        encoded = encode_snapshot(session_id, agent_id, snapshot)
+        with self._lock:
+            session = self._session(session_id)
+            self._check_writer(session_id)
+            if agent_id not in session.agents:
+                raise StoreError(
+                    f"agent {agent_id!r} is not part of session {session_id!r}; "
+                    "put_agent() it before writing its snapshot"
+                )
+            session.snapshots[agent_id] = encoded
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""

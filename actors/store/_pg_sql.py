@@ -124,7 +124,20 @@ def migrations(schema: str) -> list[list[str]]:
         """,
         _append_function(s),
     ]
-    return [create_v1]
+    # Version 2: one snapshot of the folded context per agent (`SessionStore.put_snapshot`).
+    snapshots_v2 = [
+        f"""
+        CREATE TABLE {s}.snapshots (
+            session_id text NOT NULL,
+            agent_id   text NOT NULL,
+            seq        bigint NOT NULL,
+            data       text NOT NULL,
+            PRIMARY KEY (session_id, agent_id),
+            FOREIGN KEY (session_id, agent_id) REFERENCES {s}.agents ON DELETE CASCADE
+        )
+        """,
+    ]
+    return [create_v1, snapshots_v2]
 
 
 def _append_function(s: str) -> str:
@@ -398,6 +411,47 @@ class Statements:
         return (
             f"SELECT agent_id, seq, type, data, created_at FROM {self.s}.events"
             " WHERE session_id = %(session)s ORDER BY agent_id, seq"
+        )
+
+    @property
+    def load_snapshots(self) -> str:
+        """A session's snapshots."""
+        return f"SELECT agent_id, seq, data FROM {self.s}.snapshots WHERE session_id = %(session)s"
+
+    @property
+    def load_events_of(self) -> str:
+        """The events of some agents of a session, agent by agent, in seq order."""
+        return (
+            f"SELECT agent_id, seq, type, data, created_at FROM {self.s}.events"
+            " WHERE session_id = %(session)s AND agent_id = ANY(%(agents)s::text[])"
+            " ORDER BY agent_id, seq"
+        )
+
+    @property
+    def read_events(self) -> str:
+        """An agent's events between two seqs (a range of the primary key)."""
+        return (
+            "SELECT e.seq, e.type, e.data, e.created_at"
+            f" FROM {self.s}.events AS e WHERE e.session_id = %(session)s"
+            " AND e.agent_id = %(agent)s AND e.seq >= %(start)s AND e.seq < %(stop)s"
+            " ORDER BY e.seq"
+        )
+
+    @property
+    def agent_exists(self) -> str:
+        """Whether an agent was put."""
+        return (
+            f"SELECT 1 FROM {self.s}.agents WHERE session_id = %(session)s AND agent_id = %(agent)s"
+        )
+
+    @property
+    def put_snapshot(self) -> str:
+        """Insert or replace an agent's snapshot."""
+        return (
+            f"INSERT INTO {self.s}.snapshots (session_id, agent_id, seq, data)"
+            " VALUES (%(session)s, %(agent)s, %(seq)s, %(data)s)"
+            " ON CONFLICT (session_id, agent_id) DO UPDATE SET seq = excluded.seq,"
+            " data = excluded.data"
         )
 
     @property

@@ -17,8 +17,10 @@ from actors.store._batch import (
     EncodedEvent,
     check_id,
     check_own_record,
+    check_range,
     check_record,
     decode_data,
+    decode_log,
     encode_data,
     encode_events,
     new_events,
@@ -29,6 +31,7 @@ from actors.store._pg_holds import Holds
 from actors.store._pg_sql import Statements
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
+from actors.store._snapshots import encode_snapshot
 
 if TYPE_CHECKING:
     from actors.store._pg_link import Connection, Link
@@ -303,16 +306,37 @@ class PostgresStore(SessionStore):
             "put_agent() it before appending its events"
         )
 
-    def load(self, session_id: str) -> StoredSession:
+    def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
         params = {"session": session_id}
+        kept: dict[str, tuple[int, str]] = {}
 
         def work(conn: Connection) -> tuple[Any, list[Any], list[Any]]:
             head = conn.execute(self._sql.load_head, params).fetchone()
             if head is None:
                 raise self._missing(session_id)
             agents = conn.execute(self._sql.load_agents, params).fetchall()
-            events = conn.execute(self._sql.load_events, params).fetchall()
+            if snapshots:
+                rows = conn.execute(self._sql.load_snapshots, params).fetchall()
+                kept.update((agent_id, (int(seq), data)) for agent_id, seq, data in rows)
+            if not kept:
+                return head, agents, conn.execute(self._sql.load_events, params).fetchall()
+            # The agents with a snapshot one by one, each from its seq: a range of the primary
+            # key with a literal bound (a join on the snapshot's seq reads the whole log).
+            others = sorted({row[0] for row in agents} - kept.keys())
+            events = (
+                conn.execute(self._sql.load_events_of, {**params, "agents": others}).fetchall()
+                if others
+                else []
+            )
+            for agent_id in sorted(kept):
+                start = kept[agent_id][0]
+                bounds = {**params, "agent": agent_id, "start": start, "stop": 2**63 - 1}
+                events += [
+                    (agent_id, *row)
+                    for row in conn.execute(self._sql.read_events, bounds).fetchall()
+                ]
+            events.sort(key=lambda row: row[0])  # stable: grouped by agent, in seq order
             return head, agents, events
 
         head, agent_rows, event_rows = self._open().run("loading a session", work, snapshot=True)
@@ -324,9 +348,50 @@ class PostgresStore(SessionStore):
             )
 
         root, data, created_at, updated_at = head
-        agents = stored_agents(agent_rows, event_rows, damaged)
+        agents = stored_agents(agent_rows, event_rows, damaged, kept)
         session_data = self._session_data(session_id, data)
         return StoredSession(session_id, root, session_data, created_at, updated_at, agents)
+
+    def read_events(
+        self, session_id: str, agent_id: str, *, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The agent's events with ``start <= seq < stop``. See `SessionStore.read_events`."""
+        start, stop = check_range(start, stop)
+        params = {
+            "session": session_id,
+            "agent": agent_id,
+            "start": start,
+            "stop": stop if stop is not None else 2**63 - 1,
+        }
+
+        def work(conn: Connection) -> list[Any]:
+            if conn.execute(self._sql.root_of, params).fetchone() is None:
+                raise self._missing(session_id)
+            return conn.execute(self._sql.read_events, params).fetchall()
+
+        rows = self._open().run("reading events", work, snapshot=True)
+        try:
+            return decode_log(rows)
+        except ValueError as exc:
+            raise CorruptStoreError(
+                f"a stored event of agent {agent_id!r} of session {session_id!r} in {self.url} "
+                f"cannot be read ({exc}); restore the database from a backup"
+            ) from None
+
+    def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
+        """Keep the agent's snapshot. See `SessionStore.put_snapshot`."""
+        seq, text = encode_snapshot(session_id, agent_id, snapshot)
+        params = {"session": session_id, "agent": agent_id, "seq": seq, "data": text}
+
+        def work(conn: Connection) -> None:
+            if not self._lock_session(conn, session_id):
+                raise self._missing(session_id)
+            self._holds.check_writer(conn, session_id)
+            if conn.execute(self._sql.agent_exists, params).fetchone() is None:
+                raise self._unknown_agent(session_id, agent_id)
+            conn.execute(self._sql.put_snapshot, params)
+
+        self._open().run("writing a snapshot", work)
 
     def _session_data(self, session_id: str, data: object) -> dict[str, Any]:
         try:

@@ -109,11 +109,46 @@ class SessionStore(Protocol):
         """
         ...
 
-    def load(self, session_id: str) -> StoredSession:
+    def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session: its agents in spawn order, each with a serialized context.
+
+        With ``snapshots``, an agent that has a snapshot (`put_snapshot`) comes with it
+        (`StoredAgent.snapshot`), and its context holds only its events from the snapshot's
+        ``seq`` on (`StoredAgent.first_seq`): what an activation reads instead of the whole
+        log. Everything is read in one consistent view of the store.
 
         Raises:
             SessionNotFoundError: The session does not exist.
+        """
+        ...
+
+    def read_events(
+        self, session_id: str, agent_id: str, *, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The agent's stored events with ``start <= seq < stop``, in seq order.
+
+        Each as ``event.model_dump(mode="json")`` gives it (as in a loaded context). An agent
+        the session does not hold has no events.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            UserError: ``start`` or ``stop`` is not an int.
+        """
+        ...
+
+    def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
+        """Keep ``snapshot`` as the agent's snapshot, in place of the one before.
+
+        A snapshot is a JSON object with an int ``seq``: the first event `load` reads with
+        it. The store keeps one per agent and reads nothing else of it; deleting the session
+        deletes it. The runtime writes snapshots of the folded context and checks them against
+        the log when it reads them (a snapshot that does not fit is ignored).
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            SessionBusyError: Another live store instance holds the session.
+            StoreError: The agent was never put (`put_agent` it first).
+            UserError: A snapshot that is not plain JSON or has no int ``seq`` >= 0.
         """
         ...
 

@@ -70,10 +70,17 @@ class StoredAgent:
         context: A version-2 serialized context (``{"version": 2, "agent_id", "name",
             "parent_id", "events": [...]}``) that `AgentContext.deserialize` reads. A fresh
             dict on every load: the caller may keep or change it.
+        snapshot: Only from ``load(session_id, snapshots=True)``: the agent's latest snapshot
+            as written by `SessionStore.put_snapshot` (an empty dict when it cannot be read),
+            or None when it has none.
+        first_seq: The seq of the first event in ``context``: 0, or the snapshot's ``seq``
+            when ``snapshot`` is given (the events before it were not read).
     """
 
     record: AgentRecord
     context: dict[str, Any]
+    snapshot: dict[str, Any] | None = None
+    first_seq: int = 0
 
     @property
     def agent_id(self) -> str:

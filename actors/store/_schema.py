@@ -95,7 +95,28 @@ def _create_v1(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1, create_owners]
+def _create_snapshots(conn: sqlite3.Connection) -> None:
+    # Version 3: one snapshot of the folded context per agent (see `SessionStore.put_snapshot`).
+    conn.execute(
+        """
+        CREATE TABLE snapshots (
+            session_id TEXT NOT NULL,
+            agent_id   TEXT NOT NULL,
+            seq        INTEGER NOT NULL,
+            data       TEXT NOT NULL,
+            PRIMARY KEY (session_id, agent_id),
+            FOREIGN KEY (session_id, agent_id)
+                REFERENCES agents (session_id, agent_id) ON DELETE CASCADE
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _create_v1,
+    create_owners,
+    _create_snapshots,
+]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -17,8 +17,10 @@ from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
     check_id,
     check_own_record,
+    check_range,
     check_record,
     decode_data,
+    decode_log,
     decode_time,
     encode_data,
     encode_events,
@@ -29,6 +31,7 @@ from actors.store._owner import close_holder, new_holder
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 from actors.store._schema import open_file, sqlite_errors
+from actors.store._snapshots import encode_snapshot
 
 __all__ = ["Durability", "SQLiteStore"]
 
@@ -39,9 +42,10 @@ Durability = Literal["sync", "batch"]
 class SQLiteStore(SessionStore):
     """A `SessionStore` in one SQLite file (standard-library ``sqlite3``, WAL mode).
 
-    The file holds three tables: ``sessions``, ``agents`` (id, parent id, name, status, spawn
-    position) and ``events`` (keyed by session, agent and seq, with the type, the payload as
-    JSON text and the timestamp). Its schema version is the file's ``user_version``: a file of
+    The file holds four tables: ``sessions``, ``agents`` (id, parent id, name, status, spawn
+    position), ``events`` (keyed by session, agent and seq, with the type, the payload as
+    JSON text and the timestamp) and ``snapshots`` (one per agent: a seq and JSON text), plus
+    the holders of sessions. Its schema version is the file's ``user_version``: a file of
     an older version is migrated on open; one of a newer version is refused.
 
     Durability modes (every `append_events` call is one transaction, committed before it
@@ -296,8 +300,9 @@ class SQLiteStore(SessionStore):
                 (self._now(), len(fresh), session_id),
             )
 
-    def load(self, session_id: str) -> StoredSession:
+    def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
+        kept: dict[str, tuple[int, str]] = {}
         with self._transaction("loading a session", write=False) as conn:
             head = conn.execute(
                 "SELECT root_agent_id, data, created_at, updated_at FROM sessions"
@@ -311,11 +316,27 @@ class SQLiteStore(SessionStore):
                 " WHERE session_id = ? ORDER BY position, rowid",
                 (session_id,),
             ).fetchall()
-            event_rows = conn.execute(
-                "SELECT agent_id, seq, type, data, created_at FROM events"
-                " WHERE session_id = ? ORDER BY agent_id, seq",
-                (session_id,),
-            ).fetchall()
+            if snapshots:
+                rows = conn.execute(
+                    "SELECT agent_id, seq, data FROM snapshots WHERE session_id = ?",
+                    (session_id,),
+                )
+                kept = {agent_id: (seq, data) for agent_id, seq, data in rows}
+            if kept:
+                # Agent by agent, each from its snapshot's seq: a range of the primary key.
+                event_rows = []
+                for agent_id in sorted({row[0] for row in agent_rows}):
+                    event_rows += conn.execute(
+                        "SELECT agent_id, seq, type, data, created_at FROM events"
+                        " WHERE session_id = ? AND agent_id = ? AND seq >= ? ORDER BY seq",
+                        (session_id, agent_id, kept.get(agent_id, (0, ""))[0]),
+                    ).fetchall()
+            else:
+                event_rows = conn.execute(
+                    "SELECT agent_id, seq, type, data, created_at FROM events"
+                    " WHERE session_id = ? ORDER BY agent_id, seq",
+                    (session_id,),
+                ).fetchall()
 
         # Decoding happens outside the lock, on rows of one consistent snapshot.
         def damaged(agent_id: str, exc: Exception) -> StoreError:
@@ -324,7 +345,7 @@ class SQLiteStore(SessionStore):
                 f"{session_id!r} cannot be read ({exc}). Restore the file from a backup"
             )
 
-        agents = stored_agents(agent_rows, event_rows, damaged)
+        agents = stored_agents(agent_rows, event_rows, damaged, kept)
         root, data, created_at, updated_at = head
         with self._damaged(f"session {session_id!r}"):
             return StoredSession(
@@ -334,6 +355,45 @@ class SQLiteStore(SessionStore):
                 decode_time(created_at),
                 decode_time(updated_at),
                 agents,
+            )
+
+    def read_events(
+        self, session_id: str, agent_id: str, *, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The agent's events with ``start <= seq < stop``. See `SessionStore.read_events`."""
+        start, stop = check_range(start, stop)
+        with self._transaction("reading events", write=False) as conn:
+            if not self._exists(conn, session_id):
+                raise self._missing(session_id)
+            rows = conn.execute(
+                "SELECT seq, type, data, created_at FROM events WHERE session_id = ?"
+                " AND agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                (session_id, agent_id, start, stop if stop is not None else 2**63 - 1),
+            ).fetchall()
+        with self._damaged(f"agent {agent_id!r} of session {session_id!r}"):
+            return decode_log(rows)
+
+    def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
+        """Keep the agent's snapshot. See `SessionStore.put_snapshot`."""
+        seq, text = encode_snapshot(session_id, agent_id, snapshot)  # outside the lock
+        with self._transaction("writing a snapshot") as conn:
+            if not self._exists(conn, session_id):
+                raise self._missing(session_id)
+            self._check_writer(conn, session_id)
+            known = conn.execute(
+                "SELECT 1 FROM agents WHERE session_id = ? AND agent_id = ?",
+                (session_id, agent_id),
+            ).fetchone()
+            if known is None:
+                raise StoreError(
+                    f"agent {agent_id!r} is not part of session {session_id!r} in "
+                    f"{self._path}; put_agent() it before writing its snapshot"
+                )
+            conn.execute(
+                "INSERT INTO snapshots (session_id, agent_id, seq, data) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session_id, agent_id) DO UPDATE SET seq = excluded.seq,"
+                " data = excluded.data",
+                (session_id, agent_id, seq, text),
             )
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -366,7 +426,7 @@ class SQLiteStore(SessionStore):
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
             self._check_writer(conn, session_id)
-            for table in ("events", "agents", "sessions"):
+            for table in ("snapshots", "events", "agents", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
     def last_seq(self, session_id: str, agent_id: str) -> int:

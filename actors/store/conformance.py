@@ -33,13 +33,14 @@ from actors.context._events import Event
 from actors.exceptions import SessionNotFoundError, StoreError, UserError
 from actors.store._conformance_base import EPOCH, counting_clock, sample_context
 from actors.store._conformance_ownership import OwnershipConformance
+from actors.store._conformance_snapshots import SnapshotConformance
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord
 
 __all__ = ["StoreConformance", "counting_clock", "sample_context"]
 
 
-class StoreConformance(OwnershipConformance):
+class StoreConformance(OwnershipConformance, SnapshotConformance):
     """Tests every `SessionStore` must pass. Subclass it; implement `make_store` and `make_peer`.
 
     The test class's name must start with ``Test`` for pytest to collect it.

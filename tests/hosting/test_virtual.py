@@ -24,10 +24,22 @@ from actors import (
     tool,
 )
 from actors.exceptions import AgentStoppedError, UserError
+from actors.runtime import _persist
 from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 
 BOUND = 30.0
+
+
+@pytest.fixture(autouse=True, params=["from-log", "from-snapshot"])
+def _wake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test twice: agents woken by folding their logs, and from snapshots.
+
+    These agents log a few events each, fewer than passivation needs to write a snapshot by
+    default; "from-snapshot" has every passivation write one, so every wake reads it.
+    """
+    if request.param == "from-snapshot":
+        monkeypatch.setattr(_persist, "AT_PASSIVATION", 1)
 
 
 def _chat(name: str = "chat") -> Agent[Any]:

@@ -106,8 +106,15 @@ def test_tables_live_in_the_schema_with_its_version(postgres_dsn: str, schema: s
             (schema,),
         ).fetchall()
         (version,) = conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone()
-    assert {t for (t,) in tables} == {"sessions", "agents", "events", "owners", "schema_version"}
-    assert version == _pg_sql.SCHEMA_VERSION == 1
+    assert {t for (t,) in tables} == {
+        "sessions",
+        "agents",
+        "events",
+        "owners",
+        "snapshots",
+        "schema_version",
+    }
+    assert version == _pg_sql.SCHEMA_VERSION == 2
 
 
 def test_reopen_keeps_everything(postgres_dsn: str, schema: str) -> None:
@@ -172,8 +179,27 @@ def test_an_older_schema_is_migrated_once(
     ):
         assert first.last_seq("s1", "root") == second.last_seq("s1", "root") == 4
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (2,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
         assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".labels').fetchone() == (0,)
+
+
+def test_a_version_1_schema_gains_snapshots_and_keeps_its_logs(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _pg_sql.migrations
+    with monkeypatch.context() as patch:  # what the previous release wrote: version 1
+        patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:1])
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            fill(store)
+    with admin(postgres_dsn) as conn:
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (1,)
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        assert store.load("s1", snapshots=True).agent("root").snapshot is None
+        store.put_snapshot("s1", "root", {"seq": 3})
+        loaded = store.load("s1", snapshots=True).agent("root")
+        assert [e["seq"] for e in loaded.context["events"]] == [3, 4]
+    with admin(postgres_dsn) as conn:
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (2,)
 
 
 def test_a_failed_migration_leaves_the_old_schema(
@@ -191,7 +217,7 @@ def test_a_failed_migration_leaves_the_old_schema(
         with pytest.raises(StoreError, match="nowhere"):
             PostgresStore(postgres_dsn, schema=schema)
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (1,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (2,)
         labels = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".labels',)).fetchone()
         assert labels == (None,)
     with PostgresStore(postgres_dsn, schema=schema) as store:

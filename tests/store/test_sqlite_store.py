@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import signal
@@ -95,7 +96,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 3
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -138,7 +139,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,8 +197,35 @@ def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
         store.acquire("s1")
         assert store.load("s1").root_agent_id == "root"
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
+
+
+def test_a_version_2_file_gains_the_snapshots_table_and_keeps_its_logs(path: Path) -> None:
+    with raw(path) as conn:  # what the previous release wrote: migrations 1 and 2
+        conn.execute("BEGIN IMMEDIATE")
+        _schema.MIGRATIONS[0](conn)
+        _schema.MIGRATIONS[1](conn)
+        conn.execute("PRAGMA user_version = 2")
+        conn.execute("COMMIT")
+    ctx = sample_context("root")
+    fill_old = [(e.seq, e.type, e.data) for e in ctx.events]
+    with raw(path) as conn:
+        now = "2025-01-01T00:00:00+00:00"
+        conn.execute("INSERT INTO sessions VALUES ('s1', 'root', '{}', ?, ?, 0)", (now, now))
+        conn.execute("INSERT INTO agents VALUES ('s1', 'root', NULL, 'root', 'idle', 0)")
+        for seq, kind, data in fill_old:
+            conn.execute(
+                "INSERT INTO events VALUES ('s1', 'root', ?, ?, ?, ?)",
+                (seq, kind, json.dumps(data), "2025-01-01T00:00:00Z"),
+            )
+    with SQLiteStore(path) as store:
+        loaded = store.load("s1", snapshots=True).agent("root")
+        assert (loaded.snapshot, len(loaded.context["events"])) == (None, len(fill_old))
+        store.put_snapshot("s1", "root", {"seq": 1})
+        assert store.load("s1", snapshots=True).agent("root").first_seq == 1
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
