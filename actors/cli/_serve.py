@@ -114,5 +114,6 @@ def serve_agent(args: argparse.Namespace) -> int:
             idle_after=args.idle_after,
             max_body=args.max_body,
             rate_limit=rate,
+            log_level="info",  # where it listens, and a line per request
         )
     return 0
