@@ -18,7 +18,8 @@ def live_server(app: Any) -> Iterator[str]:
     The socket listens before the server starts, so a client may connect at once (the
     connection waits in the backlog until uvicorn accepts it).
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, as asyncio's own listeners: it sets TCP_NODELAY only on sockets that say so.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
