@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -65,6 +65,8 @@ class Server:
     runs: Runs
     tool_context: Any = None
     max_body: int = 1 << 20
+    # Sessions seen to be this agent's: a run need not load a whole session to check it again.
+    owned: set[str] = field(default_factory=set)
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -88,7 +90,18 @@ class Server:
             raise _not_found(session_id) from None
         if stored.data.get("agent") != self.agent.name:
             raise _not_found(session_id)
+        self.owned.add(session_id)
         return stored
+
+    def check(self, session_id: str) -> None:
+        """`load`'s check that the session is one of this agent's, once per session."""
+        if session_id not in self.owned:
+            self.load(session_id)
+
+    async def acheck(self, session_id: str) -> None:
+        """`check` from the event loop."""
+        if session_id not in self.owned:
+            await run_in_threadpool(self.load, session_id)
 
     def open(self, session_id: str, *, create: bool = False, metadata: Any = None) -> AgentRef:
         """The session's root agent: live, woken from the store, or (``create``) new.
@@ -103,13 +116,15 @@ class Server:
                 raise ApiError(409, "session_exists", f"session {session_id!r} exists already")
             if not exists and not create:
                 raise _not_found(session_id)
-            return runtime.open_session(
+            ref = runtime.open_session(
                 self.agent,
                 session_id=session_id,
                 store=self.store,
                 tool_context=self.tool_context,
                 metadata=metadata,
             )
+            self.owned.add(session_id)
+            return ref
         except ActorsError as exc:
             raise api_error_of(exc) from None
 
@@ -251,6 +266,7 @@ async def delete_session(request: Request) -> Response:
                 raise
         else:
             ref.stop()
+        server.owned.discard(session_id)
         try:
             server.store.delete(session_id)
         except ActorsError as exc:
@@ -264,7 +280,7 @@ async def get_tree(request: Request) -> Response:
     """GET /sessions/{id}/tree: the agents of the session, live (this wakes a cold session)."""
     server = _server(request)
     session_id = _session_id(request)
-    await run_in_threadpool(server.load, session_id)
+    await server.acheck(session_id)
     ref = await server.aopen(session_id)
     node = await run_in_threadpool(ref.tree)
     return json_response(tree_of(node))
@@ -348,7 +364,7 @@ async def _run(
     cancel_on_disconnect: bool,
 ) -> Response:
     server = _server(request)
-    await run_in_threadpool(server.load, session_id)
+    await server.acheck(session_id)
     run_id = server.runs.begin(session_id)
     if run_id is None:
         active = server.runs.active(session_id)
@@ -436,7 +452,7 @@ async def steer(request: Request) -> Response:
     session_id = _session_id(request)
     body = await read_json(request, server.max_body)
     message = _field(body, "message", str, required=True)
-    await run_in_threadpool(server.load, session_id)
+    await server.acheck(session_id)
     ref = await server.aopen(session_id)
     ref.send(message)
     return json_response({"ok": True}, 202)
@@ -448,7 +464,7 @@ async def cancel_run(request: Request) -> Response:
     session_id = _session_id(request)
     body = await read_json(request, server.max_body)
     reason = _field(body, "reason", str) or "cancelled by a client"
-    await run_in_threadpool(server.load, session_id)
+    await server.acheck(session_id)
     ref = await server.aopen(session_id)
     ref.cancel(reason)
     return json_response({"ok": True, "run_id": server.runs.active(session_id)}, 202)
