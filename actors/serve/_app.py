@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,8 +205,6 @@ async def create_session(request: Request) -> Response:
     session_id = _field(body, "session_id", str)
     metadata = _field(body, "metadata", dict)
     if session_id is None:
-        import uuid
-
         session_id = uuid.uuid4().hex[:16]
     ref = await run_in_threadpool(server.open, session_id, create=True, metadata=metadata)
     stored = await run_in_threadpool(server.load, session_id)
@@ -393,12 +392,36 @@ async def _run(
         lambda _f: loop.call_soon_threadsafe(server.runs.finish, session_id, run_id)
     )
     try:
-        result: RunResult[Any] = await future
+        result: RunResult[Any] = await _outcome(
+            request, future, ref if cancel_on_disconnect else None
+        )
     except RunError as exc:
         return json_response({"run_id": run_id, "result": None, "error": error_of(exc)})
     except ActorsError as exc:
         raise api_error_of(exc) from None
     return json_response({"run_id": run_id, "result": result_of(result), "error": None})
+
+
+async def _outcome(request: Request, future: Any, cancel: AgentRef | None) -> RunResult[Any]:
+    """The run's result; when asked, a client that disconnects first cancels the run."""
+    if cancel is None:
+        result: RunResult[Any] = await future
+        return result
+    run = asyncio.ensure_future(future)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((run, gone), return_when=asyncio.FIRST_COMPLETED)
+        if not run.done():
+            cancel.cancel("the client disconnected")
+        result = await run
+        return result
+    finally:
+        gone.cancel()
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _sse(channel: RunChannel, after: int, cancel: AgentRef | None) -> Response:

@@ -116,6 +116,7 @@ class Runs:
         on_end: Callable[[], None],
     ) -> RunChannel:
         """Drive a streamed run in a task of the server; its channel."""
+        self._forget_old()
         channel = RunChannel(run_id, session_id)
         self._channels[run_id] = channel
         channel.push("run_started", {"run_id": run_id, "session_id": session_id})

@@ -234,3 +234,61 @@ def test_an_app_on_a_given_runtime_leaves_it_running(tmp_path: Path) -> None:
             sid = client.post("/sessions", json={}).json()["session_id"]
             client.post(f"/sessions/{sid}/runs", json={"prompt": "x"})
         assert runtime.ref(sid).run("y").output == "Hello, y!"
+
+
+def _post_and_leave(url: str, path: str, body: dict[str, Any]) -> None:
+    """Send a JSON POST over a raw socket, then hang up without reading the answer."""
+    import json
+
+    host, port = url.removeprefix("http://").split(":")
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(head + data)
+
+
+def _until_free(client: httpx.Client, sid: str) -> None:
+    """Wait (by asking the server) until the session runs nothing."""
+    for _ in range(10_000):
+        if client.get(f"/sessions/{sid}").json()["run_id"] is None:
+            return
+    raise AssertionError("the run never ended")
+
+
+def _until_running(client: httpx.Client, sid: str) -> None:
+    for _ in range(10_000):
+        if client.get(f"/sessions/{sid}/tree").json()["tool"] == "wait_gate":
+            return
+    raise AssertionError("the run never reached its tool")
+
+
+def test_a_json_client_that_leaves_cancels_its_run_only_when_it_asked(
+    tmp_path: Path, context: dict[str, Any]
+) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    app = create_app(make_agent(), store, tool_context=context, rate_limit=None)
+    with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        sid = client.post("/sessions", json={}).json()["session_id"]
+        _post_and_leave(url, f"/sessions/{sid}/runs", {"prompt": "wait"})
+        _until_running(client, sid)
+        context["gate"].set()  # nobody waits for the answer; the run ends anyway, stored
+        _until_free(client, sid)
+        messages = client.get(f"/sessions/{sid}/transcript").json()["messages"]
+        assert messages[-1]["content"] == "Finished: the gate opened"
+
+        context["gate"].clear()
+        before = len(messages)
+        _post_and_leave(
+            url, f"/sessions/{sid}/runs", {"prompt": "wait", "cancel_on_disconnect": True}
+        )
+        while len(client.get(f"/sessions/{sid}/transcript").json()["messages"]) == before:
+            pass  # until the run has started (its prompt is logged first)
+        _until_free(client, sid)  # cancelled, with the gate still shut
+        messages = client.get(f"/sessions/{sid}/transcript").json()["messages"]
+        assert messages[before]["content"] == "wait"
+        assert not any(str(m["content"]).startswith("Finished:") for m in messages[before:])
+        context["gate"].set()
+    store.close()
