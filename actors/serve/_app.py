@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -544,6 +544,7 @@ def create_app(
     keep_streams: float = 300.0,
     page: bool = True,
     routes: Sequence[BaseRoute] = (),
+    public_paths: Collection[str] = (),
 ) -> Starlette:
     """A starlette app that serves ``agent``: a JSON and SSE API, and a chat page at ``/``.
 
@@ -565,7 +566,8 @@ def create_app(
         keep_streams: Seconds a finished run's events stay readable with ``Last-Event-ID``.
         page: Serve the chat page at ``/``.
         routes: More routes, mounted beside the API (they find `Server` in
-            ``request.app.state.server``).
+            ``request.app.state.server``); the token and the rate limit guard them too.
+        public_paths: Paths of those routes that need no token (an agent card).
     """
     server = Server(
         agent=agent,
@@ -600,6 +602,6 @@ def create_app(
         },
     )
     app.state.server = server
-    public: Mapping[str, None] = dict.fromkeys(PUBLIC_PATHS)
+    public = frozenset(PUBLIC_PATHS | set(public_paths))
     app.add_middleware(Guard, token=token, rate_limit=rate_limit, public=public)
     return app

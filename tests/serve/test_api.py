@@ -378,3 +378,29 @@ def test_a_cold_session_from_an_earlier_process_is_served(tmp_path: Any) -> None
             "after",
             "Hello, after!",
         ]
+
+
+def test_routes_mounted_beside_the_api_share_its_server_and_its_gate() -> None:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def card(request: Request) -> Response:
+        return JSONResponse({"name": request.app.state.server.agent.name})
+
+    async def task(request: Request) -> Response:
+        return JSONResponse({"sessions": len(request.app.state.server.store.list_sessions())})
+
+    app = create_app(
+        make_agent(),
+        MemoryStore(),
+        token="tk",
+        routes=[Route("/.well-known/agent.json", card), Route("/a2a/tasks", task)],
+        public_paths=["/.well-known/agent.json"],
+    )
+    with TestClient(app) as client:
+        assert client.get("/.well-known/agent.json").json() == {"name": "assistant"}
+        assert client.get("/a2a/tasks").status_code == 401
+        assert client.get("/a2a/tasks", headers={"authorization": "Bearer tk"}).json() == {
+            "sessions": 0
+        }
