@@ -61,12 +61,14 @@ class RunChannel:
 
     async def follow(self, after: int, keepalive: float) -> AsyncIterator[bytes]:
         """The events after id ``after``, as they come; a comment every ``keepalive`` s idle."""
-        index = after + 1
+        index = max(0, after + 1)
         while True:
             changed = self._changed
-            while index < len(self.items):
-                yield self.items[index].encode()
-                index += 1
+            if index < len(self.items):
+                # Whatever came since the last write goes out in one: a burst of deltas costs
+                # one send, not one each.
+                yield b"".join(item.encode() for item in self.items[index:])
+                index = len(self.items)
             if self.ended:
                 return
             try:
