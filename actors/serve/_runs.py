@@ -149,10 +149,13 @@ class Runs:
 
     def _forget_old(self) -> None:
         horizon = time.monotonic() - self._keep_for
-        for run_id, when in list(self._ended.items()):
-            if when < horizon:
-                del self._ended[run_id]
-                self._channels.pop(run_id, None)
+        # In the order they ended: stop at the first one still kept (O(forgotten), not O(all)).
+        while self._ended:
+            run_id, when = next(iter(self._ended.items()))
+            if when >= horizon:
+                break
+            del self._ended[run_id]
+            self._channels.pop(run_id, None)
 
     async def aclose(self) -> None:
         """Wait for the tasks still driving runs (the runtime is shutting down)."""
