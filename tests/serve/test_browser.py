@@ -102,14 +102,25 @@ def test_the_chat_page_runs_streams_approves_and_picks_a_stream_up_after_a_reloa
                 "document.getElementById('messages').innerText.includes('Finished:')",
             )
             assert "helper" in messages_text(driver)
-            tree = driver.find_elements(By.CSS_SELECTOR, "#tree li")
-            assert tree[0].get_attribute("data-agent") == session_id
-            assert any(li.text.startswith("helper") for li in tree)
+            # Read in one script: the page may redraw the tree between two element lookups.
+            tree = wait_for(
+                driver,
+                "const items = [...document.querySelectorAll('#tree li')];"
+                "return items.length > 1 && items.map(li => [li.dataset.agent, "
+                "li.firstChild.textContent.trim(), li.dataset.status]);",
+            )
+            assert tree[0][:2] == [session_id, "assistant"]
+            assert tree[1][1:] == ["helper", "finished"]
 
             # An approval: buttons, and the run goes on once approved.
             send(driver, "approve")
-            wait_for(driver, "return document.querySelector('.approval button.approve')")
-            driver.find_element(By.CSS_SELECTOR, ".approval button.approve").click()
+            approve = ".approval button.approve:not([disabled])"
+            wait_for(
+                driver,
+                f"return document.body.dataset.state === 'idle' && "
+                f"document.querySelector('{approve}')",
+            )
+            driver.find_element(By.CSS_SELECTOR, approve).click()
             wait_for(
                 driver,
                 "return document.getElementById('messages').innerText"

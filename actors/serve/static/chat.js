@@ -229,7 +229,12 @@ function renderBlock(block) {
     if (block.result !== undefined) setResult(card, block.result, block.isError);
     return card;
   }
-  if (block.type === "request") return requestCard(block.request);
+  if (block.type === "request") {
+    // Answerable once the run has ended (suspended): the page then shows it from the store.
+    const card = requestCard(block.request);
+    for (const button of card.querySelectorAll("button")) button.disabled = true;
+    return card;
+  }
   const end = el("div", "end " + (block.failed ? "failed" : ""), block.text);
   return end;
 }
