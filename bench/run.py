@@ -396,6 +396,25 @@ def render(results: dict[str, Any]) -> str:
             )
     else:
         lines.append(f"| virtual agents | failed: {virt.get('error')} | | | | |")
+    served = s.get("serve") or {"error": "not run"}
+    crowd, wake = get(served, "concurrency"), get(served, "cold")
+    if crowd and wake:
+        lines.append(
+            f"| {crowd['streams']:,} concurrent streamed runs over HTTP (actors serve) "
+            f"| p50 {fmt_time(crowd['served_p50_s'])}, p99 {fmt_time(crowd['served_p99_s'])} "
+            f"| direct run_async p50 {fmt_time(crowd['direct_p50_s'])}, p99 "
+            f"{fmt_time(crowd['direct_p99_s'])} | added p50 {fmt_time(crowd['added_p50_s'])} "
+            f"| idle sessions add no thread ({crowd['threads_warm']} -> "
+            f"{crowd['threads_idle']}) "
+            f"| {verdict(crowd['threads_idle'] <= crowd['threads_warm'])} |"
+        )
+        lines.append(
+            f"| a run on a cold session among {wake['stored']:,} stored (HTTP) "
+            f"| {fmt_time(wake['cold_p50_s'])} | warm {fmt_time(wake['warm_p50_s'])} | - "
+            f"| <= 20 ms + the model | {verdict(wake['cold_p50_s'] <= 0.020)} |"
+        )
+    else:
+        lines.append(f"| serving | failed: {served.get('error')} | | | | |")
     best = get(imp, "best_s")
     lines.append(
         f"| `import actors`, fresh interpreter | {time_or_error(imp, 'best_s')} | - | - "
@@ -594,6 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["scale"] = actors_section("scale", args.quick, timeout=1800)
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
     sections["retention"] = actors_section("retention", args.quick, timeout=3600)
+    sections["serve"] = actors_section("serve", args.quick, timeout=3600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["sim_http"] = actors_section("sim_http", args.quick, timeout=1800)

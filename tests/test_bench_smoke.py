@@ -26,7 +26,16 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
 
     results = json.loads(out.read_text())
     sections = results["sections"]
-    sections_run = ("imports", "overhead", "fanout", "growth", "scale", "virtual", "retention")
+    sections_run = (
+        "imports",
+        "overhead",
+        "fanout",
+        "growth",
+        "scale",
+        "virtual",
+        "retention",
+        "serve",
+    )
     for name in (*sections_run, "sim", "ray"):
         assert "error" not in sections[name], (name, sections[name])
     overhead = sections["overhead"]
@@ -43,6 +52,9 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert growth["runtime_ratio"] > 0
     assert growth["inline_ratio"] > 0
     assert "peers" not in sections
+    served = sections["serve"]
+    assert served["concurrency"]["threads_idle"] <= served["concurrency"]["threads_warm"]
+    assert served["cold"]["cold_p50_s"] > 0
     ray = sections["ray"]
     assert 0 < ray["raw_call_s"] < 1.0
     assert 0 < ray["hop_s"] < 1.0

@@ -33,6 +33,7 @@ PAGES = [
     "docs/fallback.md",
     "docs/testing.md",
     "docs/cli.md",
+    "docs/serving.md",
     "docs/observability.md",
     "docs/mcp.md",
     "docs/simulation.md",

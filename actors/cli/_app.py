@@ -13,7 +13,7 @@ from typing import NoReturn
 from actors import __version__
 from actors._logging import configure_logging, current_sink, restore_sink
 from actors._safe import exception_message
-from actors.cli import _demo, _mcp, _run, _sessions, _simulate, _trace
+from actors.cli import _demo, _mcp, _run, _serve, _sessions, _simulate, _trace
 from actors.cli._errors import CliError, hint_for, one_line
 from actors.cli._home import store_flag
 from actors.exceptions import ActorsError
@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     _simulate.add_parser(commands, common)
     _trace.add_parser(commands, common)
     _mcp.add_parser(commands, common)
+    _serve.add_parser(commands, common)
     return parser
 
 

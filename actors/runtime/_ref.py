@@ -220,10 +220,30 @@ class AgentRef(Generic[OutputT]):
         stream = self._start_stream(prompt, TreeStream(asyncio.get_running_loop()))
         return stream.aiter()
 
+    def aresume_stream(self, answers: Mapping[str, Answer]) -> AsyncIterator[StreamEvent]:
+        """`resume` streamed for asyncio: the continued run's events, as `arun_stream` gives.
+
+        Call it from a coroutine. A request id that is unknown or answered already ends the
+        stream with a `RunEnded` whose error is an `UnknownRequestError`.
+        """
+        answers = self._check_answers(answers)
+        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        stream = TreeStream(asyncio.get_running_loop())
+        self._open_stream(stream, future, ResumeRun(answers, HostReply(future)))
+        return stream.aiter()
+
     def _start_stream(self, prompt: str, stream: TreeStream) -> TreeStream:
         if not isinstance(prompt, str):
             raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
         future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        return self._open_stream(stream, future, StartRun(prompt, "", HostReply(future)))
+
+    def _open_stream(
+        self,
+        stream: TreeStream,
+        future: concurrent.futures.Future[RunResult[OutputT]],
+        start: StartRun | ResumeRun,
+    ) -> TreeStream:
         closer: list[Callable[[], None]] = []
         path = (self._id,)
 
@@ -244,7 +264,7 @@ class AgentRef(Generic[OutputT]):
         # One mailbox, in order: the stream opens in the agent's turn (after it is woken, if
         # it was passivated), then the run starts.
         self._tell(OpenStream(stream, closer))
-        self._tell(StartRun(prompt, "", HostReply(future)))
+        self._tell(start)
         return stream
 
     def _wait(self, future: RunFuture[OutputT], timeout: float | None) -> RunResult[OutputT]:
@@ -281,14 +301,23 @@ class AgentRef(Generic[OutputT]):
             UnknownRequestError: an id is unknown or already answered; nothing was changed.
         """
         check_timeout(timeout, "resume(timeout=...)")
+        return self._wait(self.resume_async(answers), timeout)
+
+    def resume_async(self, answers: Mapping[str, Answer]) -> RunFuture[OutputT]:
+        """`resume` without blocking: returns at once with a `RunFuture` (awaitable)."""
+        answers = self._check_answers(answers)
+        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
+        self._tell(ResumeRun(answers, HostReply(future)))
+        return RunFuture(future)
+
+    @staticmethod
+    def _check_answers(answers: Mapping[str, Answer]) -> dict[str, Answer]:
         if not isinstance(answers, Mapping):
             raise UserError(
                 "resume takes a mapping of request id to Answer (see result.pending), "
                 f"got {type(answers).__name__}"
             )
-        future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
-        self._tell(ResumeRun(dict(answers), HostReply(future)))
-        return self._wait(RunFuture(future), timeout)
+        return dict(answers)
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Cancel the run in progress and every descendant's; an idle agent is unaffected."""

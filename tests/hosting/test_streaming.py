@@ -192,3 +192,43 @@ def test_only_a_streamed_run_asks_its_model_to_stream() -> None:
         list(ref.run_stream("streamed"))
         ref.run("plain again", timeout=BOUND)
     assert seen == [False, True, False]
+
+
+def _approver() -> Agent:
+    from actors import tool
+
+    @tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe a path.
+
+        Args:
+            path: Which.
+        """
+        return f"wiped {path}"
+
+    return Agent("ops", model=ScriptedModel([call("wipe", path="/tmp"), "all clean"]), tools=[wipe])
+
+
+def test_resume_async_and_aresume_stream_answer_without_blocking_a_loop() -> None:
+    from actors import Answer
+    from actors.exceptions import UnknownRequestError
+
+    async def main(rt: Runtime) -> tuple[list[Any], list[Any], Any]:
+        ref = rt.spawn(_approver())
+        parked = await ref.run_async("clean up")
+        (request,) = parked.requests
+        events = [e async for e in ref.aresume_stream({request.id: Answer(ok=True)})]
+        again = [e async for e in ref.aresume_stream({request.id: Answer(ok=True)})]
+        second = rt.spawn(_approver())
+        (other,) = (await second.run_async("clean up")).requests
+        done = await second.resume_async({other.id: Answer(ok=False, reason="no")})
+        return events, again, done
+
+    with Runtime() as rt:
+        events, again, done = asyncio.run(main(rt))
+    assert isinstance(events[-1], RunEnded)
+    assert events[-1].result is not None
+    assert events[-1].result.output == "all clean"
+    assert any(isinstance(e, ToolCallFinished) and e.content == "wiped /tmp" for e in events)
+    assert isinstance(again[-1].error, UnknownRequestError)  # answered already
+    assert done.status == "completed"

@@ -36,6 +36,7 @@ FLOORS: dict[str, int] = {
     "__init__": 5,
     "trace": 6,
     "otel": 6,
+    "serve": 6,  # HTTP serving, on the public API of the hosts
     "cli": 7,
 }
 
