@@ -149,9 +149,13 @@ def test_run_stream_shows_the_whole_tree_across_hosts(runtime: Any) -> None:
     assert events[-1].result is not None
     assert events[-1].result.output == "done"
     started = {agent for kind, agent in kinds if kind == "tool_call_started"}
-    # the spread child's tool call streamed from its host, before the lead's answer
+    # the spread child's tool call streamed from its host, before that child's end
     assert {"streamed", "streamed-sub-1", "streamed-sub-2"} <= started
-    finished_far = kinds.index(("subagent_finished", "streamed"))
+    finished_far = next(
+        i
+        for i, e in enumerate(events)
+        if e.kind == "subagent_finished" and getattr(e, "child_id", None) == "streamed-sub-2"
+    )
     assert kinds.index(("tool_call_started", "streamed-sub-2")) < finished_far
 
 
