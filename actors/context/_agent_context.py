@@ -45,6 +45,7 @@ from actors.context._run_context import (
 )
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
+from actors.context._text import clean_text
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import InvalidUpdateError, UserError
@@ -675,6 +676,8 @@ class AgentContext:
         """
         if overlay is not None and not isinstance(overlay, str):
             raise UserError(f"the system-prompt overlay must be a string or None, got {overlay!r}")
+        if overlay and not overlay.isascii():  # the text rule: it is sent with every request
+            overlay = clean_text(overlay)
         self._overlay = overlay or None
 
     def increment_iteration(self, **data: Any) -> Event:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from actors.context._text import clean_text
 from actors.exceptions import UserError
 
 __all__ = [
@@ -46,7 +47,8 @@ class JsonError(TypeError):
 def json_copy(value: Any, path: str = "value", *, max_depth: int = MAX_DEPTH) -> Any:
     """Return a deep copy of ``value`` made only of dict, list, str, int, float, bool and None.
 
-    Tuples become lists. Raises `JsonError` naming the first offending path (a container that
+    Tuples become lists, and strings and keys follow the text rule (`clean_text`: a lone
+    surrogate becomes U+FFFD). Raises `JsonError` naming the first offending path (a container that
     contains itself is not JSON either, nor one nested more than `MAX_DEPTH` levels deep).
     """
     return _copy(value, path, set(), max_depth)
@@ -63,6 +65,9 @@ class JsonDepthError(JsonError):
 
 
 def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> Any:
+    if isinstance(value, str):
+        # isascii is O(1): the walk pays the text rule only for strings that may break it.
+        return value if value.isascii() else clean_text(value)
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, float):
@@ -84,6 +89,8 @@ def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> A
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise JsonError(f"{path} key {key!r}", key)
+                if not key.isascii():
+                    key = clean_text(key)
                 out[key] = _copy(item, f"{path}[{key!r}]", open_containers, max_depth)
             return out
         return [

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from actors.context._json import JsonError, json_copy
+from actors.context._text import Text
 
 __all__ = ["Answer", "Pending", "Request"]
 
@@ -23,8 +24,8 @@ class Request(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: str = "input"
-    prompt: str = ""
+    kind: Text = "input"
+    prompt: Text = ""
     data: Any = None
     id: str = ""
     agent_id: str = ""
@@ -77,5 +78,5 @@ class Answer(BaseModel):
 
     ok: bool = True
     data: Any = None
-    reason: str | None = None
+    reason: Text | None = None
     arguments: dict[str, Any] | None = Field(default=None)

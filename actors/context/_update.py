@@ -9,6 +9,7 @@ from actors._logging import get_logger
 from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
 from actors.context._json import JsonDepthError, JsonError, json_copy
+from actors.context._text import clean_text
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation", "PeerSend"]
@@ -104,6 +105,13 @@ class PeerSend:
     content: str
     op: Literal["send"] = "send"
 
+    def __post_init__(self) -> None:
+        # The text rule (`clean_text`): the content is logged by both agents and read by a model.
+        for name in ("to", "content"):
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.isascii():
+                object.__setattr__(self, name, clean_text(value))
+
 
 Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent | PeerSend
 
@@ -116,7 +124,7 @@ def _check_key(key: object) -> str:
         raise InvalidUpdateError(
             f"metadata keys must be non-empty strings, got {key!r}; use a str key such as 'notes'"
         )
-    return key
+    return key if key.isascii() else clean_text(key)
 
 
 def _json(key: str, value: object) -> Any:

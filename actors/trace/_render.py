@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from actors import Usage, __version__
+from actors._files import write_whole
+from actors.context._text import clean_json, is_clean
 from actors.store import SessionStore, StoredSession
 from actors.trace._extract import build_trace
 from actors.trace._model import Lane, Span, Trace
@@ -85,7 +87,7 @@ def write_trace(store: SessionStore, session_id: str, path: str | os.PathLike[st
     """
     page = render_trace(store.load(session_id))
     target = Path(path)
-    target.write_text(page, encoding="utf-8")
+    write_whole(target, page)
     return target
 
 
@@ -96,6 +98,8 @@ def _asset(name: str) -> str:
 
 def _json_for_script(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not is_clean(text):  # a session built by hand or kept by another store: the text rule
+        text = json.dumps(clean_json(value), ensure_ascii=False, separators=(",", ":"))
     return _UNSAFE_RE.sub(lambda match: _UNSAFE[match.group(0)], text)
 
 
