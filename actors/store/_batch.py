@@ -27,6 +27,7 @@ from actors.store._records import AgentRecord, StoredAgent
 __all__ = [
     "EncodedEvent",
     "check_id",
+    "check_storable",
     "check_own_record",
     "check_record",
     "context_blob",
@@ -61,6 +62,17 @@ def check_id(label: str, value: object) -> str:
     if problem := id_problem(value):
         raise UserError(f"{label} {value!r} cannot be stored: {problem}")
     return value
+
+
+def check_storable(session_id: object, agent_id: object = None) -> None:
+    """Refuse an id that no store could keep (see `id_problem`) with a `UserError`.
+
+    Other mistakes (not a string, empty) are left to the checks and lookups that follow, which
+    already answer them; this one would otherwise surface as the driver's encoding error.
+    """
+    for label, value in (("session_id", session_id), ("agent_id", agent_id)):
+        if isinstance(value, str) and (problem := id_problem(value)):
+            raise UserError(f"{label} {value!r} cannot be stored: {problem}")
 
 
 def check_record(record: object) -> AgentRecord:
