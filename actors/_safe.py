@@ -13,7 +13,7 @@ variables, and a tool's frames hold its ``RunContext`` with the ``tool_context``
 
 from __future__ import annotations
 
-from actors.context._text import clean_text
+from actors._text import clean_text
 
 __all__ = ["exception_message", "exception_text", "format_traceback", "safe_repr"]
 

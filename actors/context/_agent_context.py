@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, cast
 
 from actors._logging import get_logger
+from actors._text import clean_text
 from actors.context._cancel import CancellationToken
 from actors.context._event_log import (
     EventView,
@@ -45,7 +46,6 @@ from actors.context._run_context import (
 )
 from actors.context._serialization import deserialize_context, serialize_context
 from actors.context._suspension import Answer
-from actors.context._text import clean_text
 from actors.context._update import ContextUpdate, LoggedEvent
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import InvalidUpdateError, UserError

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from actors.context._text import clean_text
+from actors._text import clean_text
 from actors.exceptions import UserError
 
 __all__ = [

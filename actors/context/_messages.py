@@ -4,8 +4,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from actors._text import Text, clean_text
 from actors.context._json import JsonError, json_copy
-from actors.context._text import Text, clean_text
 from actors.context._unchecked import SetFields, unchecked
 
 __all__ = [

@@ -4,8 +4,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from actors._text import Text
 from actors.context._json import JsonError, json_copy
-from actors.context._text import Text
 
 __all__ = ["Answer", "Pending", "Request"]
 

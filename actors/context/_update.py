@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from actors._logging import get_logger
+from actors._text import clean_text
 from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
 from actors.context._json import JsonDepthError, JsonError, json_copy
-from actors.context._text import clean_text
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation", "PeerSend"]

@@ -10,9 +10,9 @@ from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
 from actors._checks import check_timeout
+from actors._text import id_problem
 from actors.context._messages import Message
 from actors.context._run_context import RunContext
-from actors.context._text import id_problem
 from actors.exceptions import AgentDefinitionError
 from actors.loop._instructions import Instructions, InstructionsFunction, instructions_function
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema

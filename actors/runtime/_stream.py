@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from actors._text import clean_text
 from actors.context._events import Event
 from actors.context._result import RunResult
 from actors.context._suspension import Request
-from actors.context._text import clean_text
 from actors.exceptions import ActorsError
 from actors.models._model import StreamDelta
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from actors._files import replacing
+from actors._text import clean_json, is_clean
 from actors.context._events import Event
-from actors.context._text import clean_json, is_clean
 from actors.exceptions import UserError
 from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits

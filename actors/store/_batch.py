@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from actors._text import clean_json, has_surrogate_escape, id_problem
 from actors.context._events import Event
 from actors.context._json import MAX_WRAPPED_DEPTH, JsonError, depth_exceeds, json_copy
 from actors.context._serialization import FORMAT_VERSION
-from actors.context._text import clean_json, has_surrogate_escape, id_problem
 from actors.exceptions import StoreError, UserError
 from actors.store._records import AgentRecord, StoredAgent
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from actors.context._text import id_problem
+from actors._text import id_problem
 from actors.exceptions import UserError
 
 __all__ = ["AGENT_STATUSES", "AgentRecord", "SessionInfo", "StoredAgent", "StoredSession"]

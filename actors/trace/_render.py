@@ -16,7 +16,6 @@ from typing import Any
 
 from actors import Usage, __version__
 from actors._files import write_whole
-from actors.context._text import clean_json, is_clean
 from actors.store import SessionStore, StoredSession
 from actors.trace._extract import build_trace
 from actors.trace._model import Lane, Span, Trace
@@ -98,8 +97,12 @@ def _asset(name: str) -> str:
 
 def _json_for_script(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if not is_clean(text):  # a session built by hand or kept by another store: the text rule
-        text = json.dumps(clean_json(value), ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a session built by hand, or by a store that does not repair old
+        # logs): escaped, the page stays valid UTF-8 and the browser shows U+FFFD for it.
+        text = json.dumps(value, separators=(",", ":"))
     return _UNSAFE_RE.sub(lambda match: _UNSAFE[match.group(0)], text)
 
 
