@@ -107,10 +107,13 @@ class PeerSend:
 
     def __post_init__(self) -> None:
         # The text rule (`clean_text`): the content is logged by both agents and read by a model.
-        for name in ("to", "content"):
-            value = getattr(self, name)
-            if isinstance(value, str) and not value.isascii():
-                object.__setattr__(self, name, clean_text(value))
+        to, content = self.to, self.content
+        if type(content) is str and content.isascii() and type(to) is str and to.isascii():
+            return  # every message of a simulation's ring passes here: the common case first
+        if isinstance(to, str):
+            object.__setattr__(self, "to", clean_text(to))
+        if isinstance(content, str):
+            object.__setattr__(self, "content", clean_text(content))
 
 
 Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent | PeerSend
