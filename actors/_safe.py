@@ -13,16 +13,22 @@ variables, and a tool's frames hold its ``RunContext`` with the ``tool_context``
 
 from __future__ import annotations
 
+from actors._text import clean_text
+
 __all__ = ["exception_message", "exception_text", "format_traceback", "safe_repr"]
 
 
 def exception_message(exc: BaseException) -> str:
-    """``str(exc)``, or a placeholder naming what went wrong when that raises."""
+    """``str(exc)``, or a placeholder naming what went wrong when that raises.
+
+    The text follows the text rule (`clean_text`): the message is logged, shown to a model and
+    printed, and a lone surrogate in it would break each of those.
+    """
     try:
         text = str(exc)
     except Exception as error:  # whatever a user's __str__ does, reporting must go on
         return f"<str() raised {type(error).__name__}>"
-    return text
+    return text if text.isascii() else clean_text(text)
 
 
 def exception_text(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from actors._files import write_whole
 from actors.cli._errors import CliError, one_line
 from actors.cli._home import open_store
 from actors.store import SessionStore
@@ -73,7 +74,7 @@ def check_target(path: str | None, flag: str) -> Path | None:
 def _write(store: SessionStore, session_id: str, target: Path) -> Path:
     page = render_trace(store.load(session_id))
     try:
-        target.write_text(page, encoding="utf-8")
+        write_whole(target, page)
     except OSError as exc:
         raise CliError(
             f"cannot write {target}: {exc.strerror or exc}",

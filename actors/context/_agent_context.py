@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, cast
 
 from actors._logging import get_logger
+from actors._text import clean_text
 from actors.context._cancel import CancellationToken
 from actors.context._event_log import (
     EventView,
@@ -731,6 +732,8 @@ class AgentContext:
         """
         if overlay is not None and not isinstance(overlay, str):
             raise UserError(f"the system-prompt overlay must be a string or None, got {overlay!r}")
+        if overlay and not overlay.isascii():  # the text rule: it is sent with every request
+            overlay = clean_text(overlay)
         self._overlay = overlay or None
 
     def increment_iteration(self, **data: Any) -> Event:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from actors._text import clean_text
 from actors.context._read_only import ReadOnlyList
 from actors.exceptions import UserError
 
@@ -53,10 +54,11 @@ class JsonError(TypeError):
 def json_copy(value: Any, path: str = "value", *, max_depth: int = MAX_DEPTH) -> Any:
     """Return a deep copy of ``value`` made only of dict, list, str, int, float, bool and None.
 
-    Tuples become lists, and read-only views (a metadata snapshot's mappingproxy, a
-    tool_context view) become the plain dicts and lists they show. Raises `JsonError` naming
-    the first offending path (a container that contains itself is not JSON either, nor one
-    nested more than `MAX_DEPTH` levels deep).
+    Tuples become lists, read-only views (a metadata snapshot's mappingproxy, a tool_context
+    view) become the plain dicts and lists they show, and strings and keys follow the text rule
+    (`clean_text`: a lone surrogate becomes U+FFFD). Raises `JsonError` naming the first
+    offending path (a container that contains itself is not JSON either, nor one nested more
+    than `MAX_DEPTH` levels deep).
     """
     return _copy(value, path, set(), max_depth)
 
@@ -72,6 +74,9 @@ class JsonDepthError(JsonError):
 
 
 def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> Any:
+    if isinstance(value, str):
+        # isascii is O(1): the walk pays the text rule only for strings that may break it.
+        return value if value.isascii() else clean_text(value)
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, float):
@@ -93,6 +98,8 @@ def _copy(value: Any, path: str, open_containers: set[int], max_depth: int) -> A
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise JsonError(f"{path} key {key!r}", key)
+                if not key.isascii():
+                    key = clean_text(key)
                 out[key] = _copy(item, f"{path}[{key!r}]", open_containers, max_depth)
             return out
         return [

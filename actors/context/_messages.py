@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from actors._text import Text, clean_text
 from actors.context._json import JsonError, json_copy
 from actors.context._unchecked import SetFields, unchecked
 
@@ -39,8 +40,8 @@ class ToolCall(_Frozen):
         arguments: The arguments as the model gave them (a JSON object).
     """
 
-    id: str
-    name: str
+    id: Text
+    name: Text
     arguments: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("arguments")
@@ -58,21 +59,21 @@ class SystemMessage(_Frozen):
     """Instructions for the model."""
 
     role: Literal["system"] = "system"
-    content: str
+    content: Text
 
 
 class UserMessage(_Frozen):
     """A message from the user (or from a parent agent handing down a task)."""
 
     role: Literal["user"] = "user"
-    content: str
+    content: Text
 
 
 class AssistantMessage(_Frozen):
     """A reply of the model: text, tool calls, or both."""
 
     role: Literal["assistant"] = "assistant"
-    content: str = ""
+    content: Text = ""
     tool_calls: tuple[ToolCall, ...] = ()
 
 
@@ -80,9 +81,9 @@ class ToolResultMessage(_Frozen):
     """The result of one tool call, as the model will read it."""
 
     role: Literal["tool"] = "tool"
-    tool_call_id: str
-    tool_name: str
-    content: str
+    tool_call_id: Text
+    tool_name: Text
+    content: Text
     is_error: bool = False
 
 
@@ -100,7 +101,7 @@ _RESULT_FIELDS = SetFields({"tool_call_id", "tool_name", "content", "is_error"})
 
 def user_message(content: str) -> UserMessage:
     """``UserMessage(content=content)``, without validating a string again."""
-    if type(content) is not str:
+    if type(content) is not str or not content.isascii():  # the text rule, in the validator
         return UserMessage(content=content)
     return unchecked(UserMessage, {"role": "user", "content": content}, _CONTENT)
 
@@ -114,6 +115,8 @@ def tool_result(
         and type(tool_name) is str
         and type(content) is str
         and type(is_error) is bool
+        # The text rule for the rest: an id and a name come from a checked call already.
+        and (content.isascii() or content is clean_text(content))
     ):
         return ToolResultMessage(
             tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from actors._text import Text
 from actors.context._json import JsonError, json_copy
 
 __all__ = ["Answer", "Pending", "Request"]
@@ -29,8 +30,8 @@ class Request(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: str = "input"
-    prompt: str = ""
+    kind: Text = "input"
+    prompt: Text = ""
     data: Any = None
     id: str = ""
     agent_id: str = ""
@@ -83,5 +84,5 @@ class Answer(BaseModel):
 
     ok: bool = True
     data: Any = None
-    reason: str | None = None
+    reason: Text | None = None
     arguments: dict[str, Any] | None = Field(default=None)

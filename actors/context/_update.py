@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from actors._logging import get_logger
+from actors._text import clean_text
 from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
 from actors.context._json import JsonDepthError, JsonError, json_copy
@@ -111,6 +112,16 @@ class PeerSend:
     content: str
     op: Literal["send"] = "send"
 
+    def __post_init__(self) -> None:
+        # The text rule (`clean_text`): the content is logged by both agents and read by a model.
+        to, content = self.to, self.content
+        if type(content) is str and content.isascii() and type(to) is str and to.isascii():
+            return  # every message of a simulation's ring passes here: the common case first
+        if isinstance(to, str):
+            object.__setattr__(self, "to", clean_text(to))
+        if isinstance(content, str):
+            object.__setattr__(self, "content", clean_text(content))
+
 
 Operation: TypeAlias = _Set | _Merge | _Append | _Increment | _Delete | LoggedEvent | PeerSend
 
@@ -123,7 +134,7 @@ def _check_key(key: object) -> str:
         raise InvalidUpdateError(
             f"metadata keys must be non-empty strings, got {key!r}; use a str key such as 'notes'"
         )
-    return key
+    return key if key.isascii() else clean_text(key)
 
 
 def _json(key: str, value: object) -> Any:

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypeVar
 
 from actors._checks import check_timeout
+from actors._text import id_problem
 from actors.context._messages import Message
 from actors.context._run_context import RunContext
 from actors.exceptions import AgentDefinitionError
@@ -186,6 +187,8 @@ class Agent(Generic[OutputT]):
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise AgentDefinitionError(f"an agent needs a non-empty name, got {self.name!r}")
+        if problem := id_problem(self.name):
+            raise AgentDefinitionError(f"agent name {self.name!r} cannot be used: {problem}")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
             raise AgentDefinitionError(
                 f"agent {self.name!r}: system_prompt must be a string or None, "

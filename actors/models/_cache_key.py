@@ -25,6 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
+from actors._text import clean_json
 from actors.context._message_view import MessageView
 from actors.context._messages import AssistantMessage, Message, ToolResultMessage
 from actors.models._model import ModelRequest, ToolDefinition
@@ -72,7 +75,17 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
         exclude = _NO_RESULT_ID
     # Fields in the order the message classes declare them; tool arguments in the order the
     # model gave them (a replayed reply gives them in that order again).
-    return message, message.model_dump_json(exclude=exclude).encode(), ids
+    try:
+        text = message.model_dump_json(exclude=exclude)
+    except PydanticSerializationError:
+        # A message built around validation may hold a lone surrogate, which JSON cannot: it
+        # is keyed as the text rule would have let it in (U+FFFD in its place).
+        text = json.dumps(
+            clean_json(message.model_dump(mode="python", exclude=exclude)),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+    return message, text.encode(), ids
 
 
 def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
@@ -140,7 +153,7 @@ def _tool_text(tool: ToolDefinition) -> bytes:
     entry = _tools.get(id(tool))
     if entry is not None and entry[0] is tool:
         return entry[1]
-    text = _dumps(asdict(tool)).encode()
+    text = _dumps(asdict(tool)).encode("utf-8", "surrogatepass")
     if len(_tools) >= 4096:
         _tools.clear()
     _tools[id(tool)] = (tool, text)
@@ -187,4 +200,4 @@ def _head(model_name: str, request: ModelRequest) -> bytes:
         "settings": settings,
         "output_schema": request.output_schema,
     }
-    return _dumps(head).encode()
+    return _dumps(head).encode("utf-8", "surrogatepass")

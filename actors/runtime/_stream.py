@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from actors._text import clean_text
 from actors.context._events import Event
 from actors.context._result import RunResult
 from actors.context._suspension import Request
@@ -186,16 +187,19 @@ def to_stream_events(
 ) -> list[StreamEvent]:
     """The stream events one log event (or streamed piece) of an agent stands for."""
     if isinstance(item, StreamDelta):
+        # A piece straight from a provider: the text rule here, as for the reply it builds.
+        text = item.text if item.text.isascii() else clean_text(item.text)
         if item.kind == "text":
-            return [TextDelta(agent_id=agent_id, path=path, text=item.text)] if item.text else []
+            return [TextDelta(agent_id=agent_id, path=path, text=text)] if text else []
+        call_id, name = item.tool_call_id, item.tool_name
         return [
             ToolCallDelta(
                 agent_id=agent_id,
                 path=path,
                 index=item.index,
-                text=item.text,
-                tool_call_id=item.tool_call_id,
-                tool_name=item.tool_name,
+                text=text,
+                tool_call_id=call_id if call_id is None else clean_text(call_id),
+                tool_name=name if name is None else clean_text(name),
             )
         ]
     data = item.data

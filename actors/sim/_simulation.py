@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from actors._files import replacing
+from actors._text import clean_json, is_clean
 from actors.context._events import Event
 from actors.exceptions import UserError
 from actors.loop._agent import Agent
@@ -418,6 +420,9 @@ class Simulation:
 
         Each line holds ``agent_id``, ``seq``, ``type``, ``created_at`` and ``data``, keys
         sorted: the same world and seed give the same bytes. Returns the number of lines.
+        A file is written under a temporary name and renamed when complete, so a failure
+        never leaves a partial file; text follows the text rule (a lone surrogate, which only
+        a log of an older version can hold, is written as U+FFFD).
 
         Raises:
             UserError: the simulation was made with ``record_events=False``.
@@ -425,7 +430,7 @@ class Simulation:
         if not self._host.record:
             raise UserError("this simulation keeps no event log (record_events=False)")
         if isinstance(path, str | Path):
-            with Path(path).open("w", encoding="utf-8", newline="\n") as out:
+            with replacing(path) as out:
                 return self._write_jsonl(out)
         return self._write_jsonl(path)
 
@@ -439,7 +444,10 @@ class Simulation:
                 "created_at": event.created_at.isoformat(),
                 "data": event.data,
             }
-            out.write(dumps(line))
+            text = dumps(line)
+            if not is_clean(text):
+                text = dumps(clean_json(line))
+            out.write(text)
             out.write("\n")
         return len(self._host.log)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from actors._text import clean_json, has_surrogate_escape, id_problem
 from actors.context._events import Event
 from actors.context._json import MAX_WRAPPED_DEPTH, JsonError, depth_exceeds, json_copy
 from actors.context._serialization import FORMAT_VERSION
@@ -27,6 +28,7 @@ from actors.store._snapshots import decode_snapshot
 __all__ = [
     "EncodedEvent",
     "check_id",
+    "check_storable",
     "check_own_record",
     "check_range",
     "check_record",
@@ -59,6 +61,8 @@ def check_id(label: str, value: object) -> str:
     """Return ``value`` when it is a non-empty string; raise `UserError` otherwise."""
     if not isinstance(value, str) or not value:
         raise UserError(f"{label} must be a non-empty string, got {value!r}")
+    if problem := id_problem(value):
+        raise UserError(f"{label} {value!r} cannot be stored: {problem}")
     return value
 
 
@@ -74,6 +78,17 @@ def check_range(start: object, stop: object) -> tuple[int, int | None]:
         ):
             raise UserError(f"read_events: {label} must be an int seq, got {value!r}")
     return start, stop  # type: ignore[return-value]  # checked above
+
+
+def check_storable(session_id: object, agent_id: object = None) -> None:
+    """Refuse an id that no store could keep (see `id_problem`) with a `UserError`.
+
+    Other mistakes (not a string, empty) are left to the checks and lookups that follow, which
+    already answer them; this one would otherwise surface as the driver's encoding error.
+    """
+    for label, value in (("session_id", session_id), ("agent_id", agent_id)):
+        if isinstance(value, str) and (problem := id_problem(value)):
+            raise UserError(f"{label} {value!r} cannot be stored: {problem}")
 
 
 def check_record(record: object) -> AgentRecord:
@@ -188,7 +203,11 @@ def _same(kept: tuple[str, str], event: EncodedEvent) -> bool:
     kept_type, kept_data = kept
     if kept_type != event.type:
         return False
-    return kept_data == event.data or json.loads(kept_data) == json.loads(event.data)
+    if kept_data == event.data:
+        return True
+    kept_value, new_value = json.loads(kept_data), json.loads(event.data)
+    # An event of an older version, read back under the text rule, is the same event.
+    return bool(kept_value == new_value or clean_json(kept_value) == new_value)
 
 
 def check_own_record(record: object, agent_id: str) -> None:
@@ -210,11 +229,16 @@ def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]
     Raises:
         ValueError: A stored payload is not JSON, or nests too deeply (the store is damaged).
     """
+    joined = "[" + ",".join([_text(row[2]) for row in rows]) + "]"
     try:
         # One parse of the joined payloads costs a third of one parse per event.
-        payloads = json.loads("[" + ",".join([_text(row[2]) for row in rows]) + "]")
+        payloads = json.loads(joined)
     except RecursionError:
         raise ValueError("a stored event payload nests too deeply to be read") from None
+    if has_surrogate_escape(joined):
+        # An older version logged text with lone surrogates (today's doors replace them): the
+        # text rule on the way out, or every reader and the session's next request would fail.
+        payloads = clean_json(payloads)
     if len(payloads) != len(rows):
         raise ValueError("a stored event payload is not one JSON value")
     for (seq, _, _, _), payload in zip(rows, payloads, strict=True):
@@ -240,7 +264,7 @@ def decode_data(text: object) -> dict[str, Any]:
         raise ValueError("the session's data nests too deeply to be read") from None
     if not isinstance(data, dict):
         raise ValueError(f"the session's data is a {type(data).__name__}, not a JSON object")
-    return data
+    return clean_json(data)  # type: ignore[no-any-return]
 
 
 def decode_time(text: object) -> datetime:

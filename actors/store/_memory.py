@@ -17,6 +17,7 @@ from actors.store._batch import (
     check_own_record,
     check_range,
     check_record,
+    check_storable,
     context_blob,
     decode_log,
     encode_data,
@@ -157,6 +158,7 @@ class MemoryStore(SessionStore):
 
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_storable(session_id)
         check_record(record)
         with self._lock:
             session = self._session(session_id)
@@ -174,6 +176,7 @@ class MemoryStore(SessionStore):
         record: AgentRecord | None = None,
     ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        check_storable(session_id, agent_id)
         batch = encode_events(session_id, agent_id, events)
         if record is not None:
             check_own_record(record, agent_id)
@@ -204,6 +207,7 @@ class MemoryStore(SessionStore):
 
     def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
+        check_storable(session_id)
         with self._lock:
             session = self._session(session_id)
             records = sorted(session.agents.values(), key=lambda record: record.position)
@@ -277,6 +281,7 @@ class MemoryStore(SessionStore):
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""
+        check_storable(session_id)
         with self._lock:
             self._session(session_id)
             self._check_writer(session_id)
@@ -284,6 +289,7 @@ class MemoryStore(SessionStore):
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        check_storable(session_id, agent_id)
         with self._lock:
             return len(self._session(session_id).logs.get(agent_id, ())) - 1
 
@@ -297,6 +303,7 @@ class MemoryStore(SessionStore):
 
     def release(self, session_id: str) -> None:
         """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        check_storable(session_id)
         with self._lock:
             holder = self._shared.holders.get(session_id)
             if holder is not None and holder.token == self._holder.token:

@@ -19,6 +19,7 @@ from actors.store._batch import (
     check_own_record,
     check_range,
     check_record,
+    check_storable,
     decode_data,
     decode_log,
     encode_data,
@@ -203,6 +204,7 @@ class PostgresStore(SessionStore):
 
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_storable(session_id)
         check_record(record)
         params = self._agent_params(session_id, record)
 
@@ -223,6 +225,7 @@ class PostgresStore(SessionStore):
         record: AgentRecord | None = None,
     ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        check_storable(session_id, agent_id)
         batch = encode_events(session_id, agent_id, events)
         if record is not None:
             check_own_record(record, agent_id)
@@ -308,6 +311,7 @@ class PostgresStore(SessionStore):
 
     def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
+        check_storable(session_id)
         params = {"session": session_id}
         kept: dict[str, tuple[int, str]] = {}
 
@@ -422,6 +426,7 @@ class PostgresStore(SessionStore):
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""
+        check_storable(session_id)
 
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id, share=False):
@@ -433,6 +438,7 @@ class PostgresStore(SessionStore):
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        check_storable(session_id, agent_id)
         params = {"session": session_id, "agent": agent_id}
         row = self._open().run(
             "reading the last seq", lambda conn: conn.execute(self._sql.last_seq, params).fetchone()
@@ -453,6 +459,7 @@ class PostgresStore(SessionStore):
 
     def release(self, session_id: str) -> None:
         """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        check_storable(session_id)
         link, holds = self._link, self._holds
         if link is not None and session_id in holds.held:
             link.owned(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from actors._text import id_problem
 from actors.exceptions import UserError
 
 __all__ = ["AGENT_STATUSES", "AgentRecord", "SessionInfo", "StoredAgent", "StoredSession"]
@@ -49,6 +50,8 @@ class AgentRecord:
             value = getattr(self, label)
             if not isinstance(value, str) or not value:
                 raise UserError(f"AgentRecord.{label} must be a non-empty string, got {value!r}")
+            if problem := id_problem(value):
+                raise UserError(f"AgentRecord.{label} {value!r} cannot be stored: {problem}")
         if self.parent_id is not None and (
             not isinstance(self.parent_id, str) or not self.parent_id
         ):

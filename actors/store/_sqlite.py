@@ -19,6 +19,7 @@ from actors.store._batch import (
     check_own_record,
     check_range,
     check_record,
+    check_storable,
     decode_data,
     decode_log,
     decode_time,
@@ -216,6 +217,7 @@ class SQLiteStore(SessionStore):
 
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
+        check_storable(session_id)
         check_record(record)
         with self._transaction("putting an agent") as conn:
             self._put(conn, session_id, record)
@@ -252,6 +254,7 @@ class SQLiteStore(SessionStore):
         record: AgentRecord | None = None,
     ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
+        check_storable(session_id, agent_id)
         batch = encode_events(session_id, agent_id, events)  # outside the lock: pure CPU
         if record is not None:
             check_own_record(record, agent_id)
@@ -302,6 +305,7 @@ class SQLiteStore(SessionStore):
 
     def load(self, session_id: str, *, snapshots: bool = False) -> StoredSession:
         """The whole session, agents in spawn order. See `SessionStore.load`."""
+        check_storable(session_id)
         kept: dict[str, tuple[int, str]] = {}
         with self._transaction("loading a session", write=False) as conn:
             head = conn.execute(
@@ -422,6 +426,7 @@ class SQLiteStore(SessionStore):
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events. See `SessionStore.delete`."""
+        check_storable(session_id)
         with self._transaction("deleting a session") as conn:
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
@@ -431,6 +436,7 @@ class SQLiteStore(SessionStore):
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
+        check_storable(session_id, agent_id)
         with self._transaction("reading the last seq", write=False) as conn:
             row = conn.execute(
                 "SELECT (SELECT MAX(seq) FROM events AS e"
@@ -453,6 +459,7 @@ class SQLiteStore(SessionStore):
 
     def release(self, session_id: str) -> None:
         """Stop holding the session. Idempotent. See `SessionStore.release`."""
+        check_storable(session_id)
         if session_id not in self._held:
             return
         with self._transaction("releasing a session") as conn:

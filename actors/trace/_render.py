@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from actors import Usage, __version__
+from actors._files import write_whole
 from actors.store import SessionStore, StoredSession
 from actors.trace._extract import build_trace
 from actors.trace._model import Lane, Span, Trace
@@ -85,7 +86,7 @@ def write_trace(store: SessionStore, session_id: str, path: str | os.PathLike[st
     """
     page = render_trace(store.load(session_id))
     target = Path(path)
-    target.write_text(page, encoding="utf-8")
+    write_whole(target, page)
     return target
 
 
@@ -96,6 +97,12 @@ def _asset(name: str) -> str:
 
 def _json_for_script(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a session built by hand, or by a store that does not repair old
+        # logs): escaped, the page stays valid UTF-8 and the browser shows U+FFFD for it.
+        text = json.dumps(value, separators=(",", ":"))
     return _UNSAFE_RE.sub(lambda match: _UNSAFE[match.group(0)], text)
 
 

@@ -23,6 +23,8 @@ FLOORS: dict[str, int] = {
     "_dependency_logs": 0,
     "_safe": 0,
     "_checks": 0,
+    "_text": 0,
+    "_files": 0,
     "context": 1,
     "models": 2,
     "store": 2,

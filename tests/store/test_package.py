@@ -21,7 +21,7 @@ from actors.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 STORE = Path(actors.store.__file__).parent
 DOCS = STORE.parents[1] / "docs" / "persistence.md"
 # The layers below the store: the context core, the exceptions and the lazy logger.
-ALLOWED = {"actors.exceptions", "actors._logging", "actors._dependency_logs"}
+ALLOWED = {"actors.exceptions", "actors._logging", "actors._dependency_logs", "actors._text"}
 
 
 def test_all_is_sorted_and_complete() -> None:
