@@ -30,10 +30,19 @@ if TYPE_CHECKING:
     from actors.models._infer import KNOWN_PROVIDERS, infer_model
     from actors.models._openai import OpenAIChatModel
     from actors.models._retry import RetryPolicy
+    from actors.models._tokens import (
+        TokenCalibration,
+        context_window_of,
+        count_tokens,
+        estimate_tokens,
+    )
 
 __all__ = [
     "AnthropicModel",
     "CachedModel",
+    "context_window_of",
+    "count_tokens",
+    "estimate_tokens",
     "FallbackModel",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
@@ -41,6 +50,7 @@ __all__ = [
     "KNOWN_PROVIDERS",
     "OpenAIChatModel",
     "RetryPolicy",
+    "TokenCalibration",
 ]
 
 _HOMES = {
@@ -53,6 +63,10 @@ _HOMES = {
     "infer_model": "_infer",
     "OpenAIChatModel": "_openai",
     "RetryPolicy": "_retry",
+    "TokenCalibration": "_tokens",
+    "context_window_of": "_tokens",
+    "count_tokens": "_tokens",
+    "estimate_tokens": "_tokens",
 }
 
 

@@ -32,6 +32,7 @@ from actors.models._model import (
 )
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
 from actors.models._sse import ServerSentEvent, iter_sse
+from actors.models._tokens import TokenCounting
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAssembler"]
 
@@ -69,7 +70,7 @@ class StreamAssembler(ABC):
         """The assembled reply (only once `complete`)."""
 
 
-class HTTPModel(ABC):
+class HTTPModel(TokenCounting, ABC):
     """A model behind an HTTP API: one lazily created `httpx.AsyncClient`, reused.
 
     The client belongs to the event loop that first used it: the actors runtime sends every

@@ -244,7 +244,7 @@ class SimHost(InlineHost):
     def call_model(self, cell: AgentCell, effect: CallModel) -> None:
         """Answer now; the reply arrives after the model's latency (or its timeout)."""
         agent_id = cell.node.agent_id
-        model = cell.loop.model
+        model = effect.model or cell.loop.model  # a summarizer's, or the agent's own
         self.steps += 1
         latency_for = getattr(model, "latency_for", None)
         try:
@@ -262,7 +262,7 @@ class SimHost(InlineHost):
         self.tell(agent_id, self._reply_now(cell, effect), delay)
 
     def _reply_now(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
-        respond = getattr(cell.loop.model, "respond_untimed", None)
+        respond = getattr(effect.model or cell.loop.model, "respond_untimed", None)
         if respond is None:
             return self.model_reply(cell, effect)
         try:

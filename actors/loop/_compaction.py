@@ -1,0 +1,635 @@
+"""Compaction: an agent summarises the oldest part of its transcript before it outgrows its window.
+
+Before each model request an agent with a `Compaction` counts the request's tokens (see
+`actors.models._tokens`). Past ``at`` of its context window it plans a compaction: the oldest
+messages, except the leading system message, pinned messages and the last turns, with a tool
+call and its results always on the same side. The summary is an effect like any model request
+(a `CallModel` whose step is negative, so every host runs it as it runs the others): the
+agent's mailbox stays open meanwhile, and steering, peer messages and a cancel are taken.
+The reply is logged as a ``compacted`` event that shadows the range with the summary, like a
+``replace``: the log keeps every message. A summarizer that fails gives way to a trim (the
+range shadowed by a note saying what was dropped), logged too. A request is never sent over the
+window: what cannot be made to fit ends the run with `ContextWindowExceeded`. A provider's
+"context too long" refusal compacts and tries the step once more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from actors._safe import exception_text
+from actors.context._agent_context import AgentContext
+from actors.context._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+from actors.exceptions import (
+    AgentDefinitionError,
+    ContextTooLongError,
+    ContextWindowExceeded,
+    ModelFallbackError,
+)
+from actors.loop._state import _LoopCore, _Run
+from actors.loop._types import CallModel, Effect, ModelReplied
+from actors.models._model import Model, ModelRequest, ModelSettings, ToolDefinition
+from actors.models._tokens import (
+    CHARS_PER_TOKEN,
+    TokenCalibration,
+    context_window_of,
+    message_tokens,
+    tools_tokens,
+)
+
+if TYPE_CHECKING:
+    from actors.loop._agent import Agent
+
+# The loop's own parts (`CompactionMixin`, `Compactor`, `Plan`) are imported by name.
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "SUMMARY_PREFIX",
+    "Compaction",
+    "is_context_too_long",
+    "render_transcript",
+]
+
+DEFAULT_SUMMARY_PROMPT = (
+    "You compact the transcript of an assistant's conversation. Write a summary that lets the "
+    "assistant carry on as if it had read everything: the user's goals and preferences, facts "
+    "and decisions, names, numbers and identifiers, what tools were called and what they "
+    "returned, what is done and what is still open. Be specific and brief; write it as notes, "
+    "not as a conversation. An earlier summary in the transcript is part of what you summarise."
+)
+"""The summarizer's instructions when none are given."""
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation]\n"
+"""What starts the message that stands in for a summarised range."""
+
+_TRIMMED = (
+    "[{count} earlier messages were removed to fit the context window; they could not be "
+    "summarised ({reason}).]"
+)
+
+_MAX_ROUNDS = 4  # compactions before one request: past it, the request cannot be made to fit
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """How an agent keeps its transcript within its model's context window.
+
+    Give it to an agent (``Agent(compaction=Compaction())``): before a request would pass
+    ``at`` of the window (``Agent(context_window=...)``, or the model's known one), the agent
+    summarises its oldest messages and logs a ``compacted`` event that shadows them with the
+    summary. The log keeps every message.
+
+    Attributes:
+        at: The share of the window at which to compact (0 < at <= 1).
+        keep_last_turns: The turns (a user message and what follows it) that always stay in
+            view; fewer are kept only when these alone would not fit.
+        summarizer: Who writes the summary: a `Model`, an `Agent` (its model, with its
+            ``system_prompt`` or string ``instructions`` as the summarizer's instructions), a
+            model name such as ``"openai:gpt-4o-mini"``, or None for the agent's own model.
+        prompt: The summarizer's instructions when ``summarizer`` brings none.
+        pin_key: A metadata key whose list pins messages too: event seqs (ints) or tool call
+            ids (strings, pinning the call with its results).
+        summary_max_tokens: ``max_tokens`` for the summarizer's reply (None: the model's).
+    """
+
+    at: float = 0.8
+    keep_last_turns: int = 4
+    summarizer: Model | Agent[Any] | str | None = None
+    prompt: str = DEFAULT_SUMMARY_PROMPT
+    pin_key: str = "pinned"
+    summary_max_tokens: int | None = 2_000
+
+    def __post_init__(self) -> None:
+        at = self.at
+        if isinstance(at, bool) or not isinstance(at, int | float) or not 0 < at <= 1:
+            raise AgentDefinitionError(
+                f"Compaction(at=...) is a share of the window in (0, 1], got {at!r}"
+            )
+        turns = self.keep_last_turns
+        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+            raise AgentDefinitionError(
+                f"Compaction(keep_last_turns=...) must be a positive int, got {turns!r}"
+            )
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise AgentDefinitionError("Compaction(prompt=...) must be a non-empty string")
+        if not isinstance(self.pin_key, str) or not self.pin_key:
+            raise AgentDefinitionError("Compaction(pin_key=...) must be a non-empty string")
+        limit = self.summary_max_tokens
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise AgentDefinitionError(
+                f"Compaction(summary_max_tokens=...) must be a positive int or None, got {limit!r}"
+            )
+        summarizer = self.summarizer
+        if isinstance(summarizer, str):
+            from actors.models import infer_model
+
+            object.__setattr__(self, "summarizer", infer_model(summarizer))
+        elif summarizer is not None and not callable(getattr(summarizer, "request", None)):
+            from actors.loop._agent import Agent
+
+            if not isinstance(summarizer, Agent):
+                raise AgentDefinitionError(
+                    "Compaction(summarizer=...) is a Model, an Agent, a model name or None, "
+                    f"got {type(summarizer).__name__}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One compaction: positions ``first..last`` give way to a summary; ``kept`` stay."""
+
+    first: int
+    last: int
+    kept: tuple[int, ...]
+    generation: tuple[int, int]  # (transcript length, generation) it was planned on
+    tokens_before: int
+    step: int  # the negative step number its reply comes back with
+    covers: tuple[int, int]  # the seqs of the first and last summarised messages
+
+
+def is_context_too_long(error: BaseException | None) -> bool:
+    """Whether a model's error says the request was more than its context window."""
+    if isinstance(error, ContextTooLongError):
+        return True
+    if isinstance(error, ModelFallbackError):
+        return any(isinstance(e, ContextTooLongError) for _, e in error.failures)
+    return False
+
+
+def render_transcript(messages: Sequence[Message], budget: int | None = None) -> str:
+    """The messages as plain text for the summarizer (tool calls and results included).
+
+    With ``budget`` (characters), each message's text is cut so the whole fits.
+    """
+    parts: list[str] = []
+    cut = None if budget is None or not messages else max(200, budget // len(messages))
+    for message in messages:
+        kind = type(message)
+        if kind is AssistantMessage:
+            reply: AssistantMessage = message  # type: ignore[assignment]
+            text = f"Assistant: {reply.content}" if reply.content else "Assistant:"
+            for call in reply.tool_calls:
+                arguments = json.dumps(call.arguments, ensure_ascii=False)
+                text += f"\n  called {call.name}({arguments}) [id {call.id}]"
+        elif kind is ToolResultMessage:
+            result: ToolResultMessage = message  # type: ignore[assignment]
+            status = "error" if result.is_error else "result"
+            text = f"Tool {result.tool_name} {status} [id {result.tool_call_id}]: {result.content}"
+        elif kind is SystemMessage:
+            text = f"System: {message.content}"
+        else:
+            text = f"User: {message.content}"
+        if cut is not None and len(text) > cut:
+            text = text[: cut - 1] + "…"
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+class Compactor:
+    """One agent's compaction: its window, its counts, and the plans it makes."""
+
+    def __init__(self, spec: Agent[Any], model: Model, ctx: AgentContext) -> None:
+        compaction = spec.compaction
+        assert compaction is not None
+        self.compaction = compaction
+        window = spec.context_window or context_window_of(model)
+        if window is None:
+            raise AgentDefinitionError(
+                f"agent {spec.name!r} has compaction, and no context window is known for its "
+                f"model {getattr(model, 'name', model)!r}: give Agent(context_window=...)"
+            )
+        self.window = window
+        self.limit = max(1, int(window * compaction.at))
+        summarizer = compaction.summarizer
+        self.summary_model: Model | None = None  # None: the agent's own model
+        self.summary_prompt = compaction.prompt
+        if summarizer is not None and callable(getattr(summarizer, "request", None)):
+            self.summary_model = summarizer  # type: ignore[assignment]
+        elif summarizer is not None:
+            agent: Agent[Any] = summarizer  # type: ignore[assignment]
+            if isinstance(agent.model, str) or agent.model is None:
+                self.summary_model = None
+            else:
+                self.summary_model = agent.model
+            instructions = agent.system_prompt or (
+                agent.instructions if isinstance(agent.instructions, str) else None
+            )
+            if instructions:
+                self.summary_prompt = instructions
+        self.summary_window = context_window_of(self.summary_model or model) or window
+        self.calibration = TokenCalibration()
+        self.exact = getattr(model, "count_tokens", None) if _counts_exactly(model) else None
+        self.last_estimate = 0  # the raw estimate of the request in flight (to calibrate)
+        # Token estimates of the transcript's messages, by position, kept as it grows.
+        self._sizes: list[int] = []
+        self._total = 0
+        self._origin: tuple[int, int] = (-1, -1)  # (log id, generation) the sizes are of
+        self._tools: tuple[Sequence[ToolDefinition], int] | None = None
+        self._calibrate_from(ctx)
+
+    def _calibrate_from(self, ctx: AgentContext) -> None:
+        """A restored agent takes up the calibration its log records (estimate, then usage)."""
+        events = ctx.events
+        reported = None
+        for event in reversed(events):
+            if event.type == "usage" and reported is None:
+                reported = event.data.get("input_tokens")
+            elif event.type == "request_header" and "tokens" in event.data:
+                if isinstance(reported, int):
+                    self.calibration.observe(int(event.data["tokens"]), reported)
+                return
+
+    # -- counting ---------------------------------------------------------------------------
+
+    def _transcript_tokens(self, ctx: AgentContext) -> int:
+        messages = ctx._messages
+        origin = (ctx._log_id, ctx._generation)
+        sizes = self._sizes
+        if origin != self._origin:
+            sizes[:] = [message_tokens(m) for m in messages]
+            self._total = sum(sizes)
+            self._origin = origin
+        elif len(sizes) < len(messages):
+            new = [message_tokens(m) for m in messages[len(sizes) :]]
+            sizes.extend(new)
+            self._total += sum(new)
+        return self._total
+
+    def _tools_tokens(self, tools: Sequence[ToolDefinition]) -> int:
+        cached = self._tools
+        if cached is None or cached[0] is not tools:
+            cached = self._tools = (tools, tools_tokens(tools))
+        return cached[1]
+
+    def estimate(
+        self, ctx: AgentContext, messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    ) -> int:
+        """The raw (uncalibrated) estimate of a request of ``messages`` and ``tools``."""
+        origin = getattr(messages, "origin", None)
+        if origin is not None and origin[:2] == (ctx._log_id, ctx._generation):
+            total = self._transcript_tokens(ctx)
+            overlay = ctx.system_prompt_overlay
+            if overlay:
+                total += len(overlay) // CHARS_PER_TOKEN
+        else:  # a history processor's list: counted as it is
+            total = sum(message_tokens(m) for m in messages)
+        return total + self._tools_tokens(tools)
+
+    def count(self, ctx: AgentContext, request: ModelRequest) -> int:
+        """The calibrated tokens of ``request`` (exact when the model counts exactly)."""
+        if self.exact is not None:
+            self.last_estimate = int(self.exact(request))
+            return self.last_estimate
+        raw = self.estimate(ctx, request.messages, request.tools)
+        self.last_estimate = raw
+        return self.calibration.apply(raw)
+
+    def observe(self, reported: int) -> None:
+        """A reply reported ``reported`` input tokens for the request just counted."""
+        if self.exact is None and self.last_estimate:
+            self.calibration.observe(self.last_estimate, reported)
+
+    def overflowed(self, ctx: AgentContext, request_tokens: int) -> None:
+        """The provider refused a request as too long: count more, so the next one compacts."""
+        if self.exact is None and self.last_estimate:
+            needed = (self.window + 1) / self.last_estimate
+            self.calibration.ratio = min(4.0, max(self.calibration.ratio * 1.25, needed))
+
+    # -- planning ---------------------------------------------------------------------------
+
+    def plan(self, ctx: AgentContext, tokens: int, step: int) -> Plan | None:
+        """What to summarise now, or None when nothing can be (only what must stay is left)."""
+        messages = ctx._messages
+        size = len(messages)
+        head = 1 if size and isinstance(messages[0], SystemMessage) else 0
+        starts = _turn_starts(messages, head)
+        pinned = self._pinned(ctx)
+        self._transcript_tokens(ctx)  # sizes by position, for the summarizer's budget
+        budget = self._summary_budget()
+        for keep in range(self.compaction.keep_last_turns, 0, -1):
+            if len(starts) < keep:
+                continue
+            end = starts[-keep]  # the first position that stays
+            end = _self_contained_start(messages, head, end)
+            if end <= head:
+                continue
+            plan = self._range(ctx, messages, head, end, pinned, budget, tokens, step)
+            if plan is not None:
+                return plan
+        return None
+
+    def _summary_budget(self) -> int:
+        """How many tokens of transcript one summarizer request may carry."""
+        window = self.summary_window
+        prompt = len(self.summary_prompt) // CHARS_PER_TOKEN + 16
+        reply = self.compaction.summary_max_tokens or window // 8
+        return max(256, int(window * self.compaction.at) - prompt - reply)
+
+    def _range(
+        self,
+        ctx: AgentContext,
+        messages: list[Message],
+        head: int,
+        end: int,
+        pinned: set[int],
+        budget: int,
+        tokens: int,
+        step: int,
+    ) -> Plan | None:
+        """The plan for positions ``head..end-1``, cut to what one summary request may carry.
+
+        A range ends before a turn begins (a user message), and only where every tool call in
+        it has its results in it too. One turn that is more than a request may carry is
+        summarised from its messages cut short.
+        """
+        first = head
+        while first < end and first in pinned:
+            first += 1
+        if first >= end:
+            return None
+        sizes = self._sizes
+        ratio = self.calibration.ratio
+        used = 0
+        over = False
+        cuts: list[int] = []  # positions where the range may end, in order
+        for position in range(first, end):
+            if position > first and type(messages[position]) is UserMessage:
+                cuts.append(position - 1)
+                if over:
+                    break
+            if position not in pinned:
+                used += int(sizes[position] * ratio)
+                if used > budget and not over:
+                    over = True
+                    if cuts:
+                        break
+        else:
+            cuts.append(end - 1)
+        for last in reversed(cuts):
+            if _closed(messages, first, last, pinned):
+                kept = tuple(n for n in range(first + 1, last + 1) if n in pinned)
+                if last - first + 1 == len(kept):
+                    continue
+                seqs = ctx._seqs
+                return Plan(
+                    first=first,
+                    last=last,
+                    kept=kept,
+                    generation=(len(messages), ctx._generation),
+                    tokens_before=tokens,
+                    step=step,
+                    covers=(seqs[first], seqs[last]),
+                )
+        return None
+
+    def _pinned(self, ctx: AgentContext) -> set[int]:
+        """The positions that must stay: pinned messages, with their tool calls or results."""
+        pinned_seqs = ctx._pinned
+        listed = ctx._metadata.get(self.compaction.pin_key)
+        if not pinned_seqs and not listed:
+            return set()
+        seqs: set[int] = set(pinned_seqs)
+        call_ids: set[str] = set()
+        if isinstance(listed, list):
+            for item in listed:
+                if isinstance(item, int) and not isinstance(item, bool):
+                    seqs.add(item)
+                elif isinstance(item, str):
+                    call_ids.add(item)
+        messages = ctx._messages
+        positions = {n for n, seq in enumerate(ctx._seqs) if seq in seqs}
+        # A pinned call keeps its results, and a pinned result keeps its call (and siblings).
+        for n in positions:
+            message = messages[n]
+            if isinstance(message, AssistantMessage):
+                call_ids.update(c.id for c in message.tool_calls)
+            elif isinstance(message, ToolResultMessage):
+                call_ids.add(message.tool_call_id)
+        if call_ids:
+            for n, message in enumerate(messages):
+                if isinstance(message, AssistantMessage) and any(
+                    c.id in call_ids for c in message.tool_calls
+                ):
+                    positions.add(n)
+                    call_ids.update(c.id for c in message.tool_calls)
+            for n, message in enumerate(messages):
+                if isinstance(message, ToolResultMessage) and message.tool_call_id in call_ids:
+                    positions.add(n)
+        return positions
+
+    # -- the summary request ----------------------------------------------------------------
+
+    def request(self, ctx: AgentContext, plan: Plan, cancellation: Any) -> ModelRequest:
+        """The summarizer's request for ``plan``'s range."""
+        messages = ctx._messages
+        kept = set(plan.kept)
+        summarised = [messages[n] for n in range(plan.first, plan.last + 1) if n not in kept]
+        budget = self._summary_budget() * CHARS_PER_TOKEN
+        text = render_transcript(summarised, budget)
+        settings = ModelSettings()
+        if self.compaction.summary_max_tokens is not None:
+            settings["max_tokens"] = self.compaction.summary_max_tokens
+        return ModelRequest(
+            messages=(
+                SystemMessage(content=self.summary_prompt),
+                UserMessage(content=f"Summarise this transcript:\n\n{text}"),
+            ),
+            settings=settings,
+            cancellation=cancellation,
+            agent_id=ctx.agent_id,
+        )
+
+    def summary_message(self, text: str) -> UserMessage:
+        """The message that stands in for a summarised range."""
+        return UserMessage(content=SUMMARY_PREFIX + text.strip())
+
+    def trim_message(self, plan: Plan, reason: str) -> UserMessage:
+        """The note that stands in for a range the summarizer could not summarise."""
+        count = plan.last - plan.first + 1 - len(plan.kept)
+        return UserMessage(content=_TRIMMED.format(count=count, reason=reason))
+
+    def applied(self, ctx: AgentContext, plan: Plan, summary: Message) -> None:
+        """Keep the sizes by position in step with the transcript after ``plan``'s event."""
+        sizes = self._sizes
+        if self._origin[1] + 1 != ctx._generation or len(sizes) != plan.generation[0]:
+            return  # counted again from scratch at the next estimate
+        new = [
+            *sizes[: plan.first],
+            message_tokens(summary),
+            *[sizes[k] for k in plan.kept],
+            *sizes[plan.last + 1 :],
+        ]
+        sizes[:] = new
+        self._total = sum(new)
+        self._origin = (ctx._log_id, ctx._generation)
+
+    def failure_reason(self, error: BaseException | None, text: str | None) -> str:
+        """Why a summary could not be used, for the log and the trim note."""
+        if error is not None:
+            return f"the summarizer failed: {exception_text(error)}"[:300]
+        if not text:
+            return "the summarizer returned no text"
+        return "the summary was no shorter than what it summarised"
+
+
+class CompactionMixin(_LoopCore):
+    """`AgentLoop`'s part that compacts the transcript before a request would not fit."""
+
+    _compactor: Compactor | None
+
+    def _fit(self, run: _Run, request: ModelRequest) -> list[Effect] | None:
+        """None when ``request`` may be sent; else the effects that compact (or fail) first."""
+        compactor = self._compactor
+        assert compactor is not None
+        ctx = self.ctx
+        tokens = compactor.count(ctx, request)
+        forced = run.overflowed and not run.compactions  # the provider said it is too long
+        if tokens <= compactor.limit and not forced:
+            run.compactions = 0
+            return None
+        if run.compactions < _MAX_ROUNDS:
+            plan = compactor.plan(ctx, tokens, -(ctx.event_count + 1))
+            if plan is not None:
+                run.compacting = plan
+                run.awaiting_model = True
+                self.log.info(
+                    "compacting",
+                    first=plan.first,
+                    last=plan.last,
+                    tokens=tokens,
+                    limit=compactor.limit,
+                )
+                summary = compactor.request(ctx, plan, run.token)
+                return [
+                    CallModel(
+                        run.run_id,
+                        plan.step,
+                        summary,
+                        self.spec.model_timeout,
+                        compactor.summary_model,
+                    )
+                ]
+        if tokens <= compactor.window and not forced:
+            run.compactions = 0
+            return None  # past `at`, within the window: what must stay in view is sent
+        error = ContextWindowExceeded(
+            f"agent {ctx.agent_id!r}: the next request needs about {tokens} tokens and the "
+            f"context window is {compactor.window}; compaction cannot shorten it further (what "
+            "stays in view: the system message, pinned messages and the current turn). Raise "
+            "the window, pin less, or keep fewer turns"
+        )
+        return self._fail(error, reason="limit")
+
+    def _on_summary(self, message: ModelReplied) -> list[Effect]:
+        """The summarizer answered (or failed): log the ``compacted`` event, then go on."""
+        run = self._run
+        plan: Plan | None = run.compacting if run is not None else None
+        if run is None or plan is None or message.run_id != run.run_id or message.step != plan.step:
+            self.log.debug("late summary discarded", step=message.step)
+            return []
+        run.compacting = None
+        run.awaiting_model = False
+        compactor = self._compactor
+        assert compactor is not None
+        ctx = self.ctx
+        response = message.response
+        if response is not None:
+            ctx._add_usage(response.usage)
+        if (len(ctx._messages), ctx._generation) != plan.generation:
+            return self._next_step()  # the transcript moved meanwhile: plan again
+        text = response.message.content if response is not None else None
+        model = compactor.summary_model or self.model
+        info: dict[str, Any] = {
+            "run_id": run.run_id,
+            "summarizer": model.name,
+            "covers": list(plan.covers),
+            "tokens_before": plan.tokens_before,
+            "limit": compactor.limit,
+            "window": compactor.window,
+        }
+        summary: Message | None = None
+        if text and text.strip():
+            summary = compactor.summary_message(text)
+            summarised = sum(
+                compactor._sizes[n] for n in range(plan.first, plan.last + 1) if n not in plan.kept
+            )
+            if message_tokens(summary) >= summarised:
+                summary = None
+        if summary is None:
+            reason = compactor.failure_reason(message.error, text)
+            summary = compactor.trim_message(plan, reason)
+            info["fallback"] = "trim"
+            info["reason"] = reason
+            self.log.warning("compaction fell back to a trim", reason=reason)
+        ctx.compact(plan.first, plan.last, summary, kept=plan.kept, info=info)
+        compactor.applied(ctx, plan, summary)
+        run.compactions += 1
+        return self._next_step()
+
+    def _on_overflow(self, run: _Run, error: BaseException) -> list[Effect] | None:
+        """The provider refused the step as too long: compact and try once more, or None."""
+        compactor = self._compactor
+        if compactor is None or run.overflowed or not is_context_too_long(error):
+            return None
+        run.overflowed = True
+        self.ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
+        self.log.warning("the provider refused the request as too long; compacting")
+        compactor.overflowed(self.ctx, compactor.last_estimate)
+        return self._next_step()
+
+
+def _counts_exactly(model: Any) -> bool:
+    """Whether ``model.count_tokens`` counts exactly (a tokenizer), not by estimate."""
+    return bool(getattr(model, "counts_exactly", False)) and callable(
+        getattr(model, "count_tokens", None)
+    )
+
+
+def _turn_starts(messages: list[Message], head: int) -> list[int]:
+    """The positions of user messages after ``head``, in order (where turns begin)."""
+    return [n for n in range(head, len(messages)) if isinstance(messages[n], UserMessage)]
+
+
+def _closed(messages: list[Message], first: int, last: int, pinned: set[int]) -> bool:
+    """Whether every tool call summarised in ``first..last`` has its results there too."""
+    open_calls: set[str] = set()
+    for n in range(first, last + 1):
+        if n in pinned:
+            continue
+        message = messages[n]
+        if type(message) is AssistantMessage:
+            open_calls.update(c.id for c in message.tool_calls)
+        elif type(message) is ToolResultMessage:
+            if message.tool_call_id not in open_calls:
+                return False  # a result whose call is not summarised with it
+            open_calls.discard(message.tool_call_id)
+    if not open_calls:
+        return True
+    # A call whose result comes after the range parts them (one with no result at all does not).
+    answered = {m.tool_call_id for m in messages[last + 1 :] if type(m) is ToolResultMessage}
+    return not (open_calls & answered)
+
+
+def _self_contained_start(messages: list[Message], head: int, start: int) -> int:
+    """``start``, moved back until no tool result from it on answers a call made before it."""
+    while start > head:
+        calls: set[str] = set()
+        for message in messages[start:]:
+            if isinstance(message, AssistantMessage):
+                calls.update(c.id for c in message.tool_calls)
+            elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
+                break
+        else:
+            return start
+        start -= 1
+    return start
