@@ -332,7 +332,8 @@ class Compactor:
         """How many tokens of transcript one summarizer request may carry."""
         window = self.summary_window
         prompt = len(self.summary_prompt) // CHARS_PER_TOKEN + 16
-        reply = self.compaction.summary_max_tokens or window // 8
+        # Room for the reply: what it may take, but never more than a quarter of the window.
+        reply = min(self.compaction.summary_max_tokens or window // 8, window // 4)
         return max(256, int(window * self.compaction.at) - prompt - reply)
 
     def _range(
