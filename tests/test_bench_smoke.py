@@ -26,7 +26,16 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
 
     results = json.loads(out.read_text())
     sections = results["sections"]
-    sections_run = ("imports", "overhead", "fanout", "growth", "scale", "virtual", "retention")
+    sections_run = (
+        "imports",
+        "overhead",
+        "fanout",
+        "growth",
+        "scale",
+        "virtual",
+        "retention",
+        "compaction",
+    )
     for name in (*sections_run, "sim", "ray"):
         assert "error" not in sections[name], (name, sections[name])
     overhead = sections["overhead"]
@@ -57,6 +66,8 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
     assert sim["steps"]["steps"] == 2 * sim["steps"]["agents"] * sim["steps"]["rounds"]
     assert sim["sweep"]["rows"] == sim["sweep"]["seeds"]
     assert "### Simulation" in report
+    assert "| compaction overhead" in report
+    assert sections["compaction"]["session"]["compactions"] > 0
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

@@ -114,6 +114,10 @@ class AgentContext:
         clock: Where event timestamps come from.
     """
 
+    # The seqs of messages added with pin=True: a set of its own from the first pin on (most
+    # contexts pin nothing, and an empty set per agent is 216 bytes).
+    _pinned: frozenset[int] | set[int] = frozenset()
+
     def __init__(
         self,
         agent_id: str = "agent",
@@ -169,7 +173,6 @@ class AgentContext:
         self._answered_calls: set[str] = set()
         self._sent = 0  # peer messages this agent sent (numbers its next one)
         self._heard: dict[str, int] = {}  # sender id -> number of its latest message received
-        self._pinned: set[int] = set()  # seqs of messages added with pin=True
         # A tuple, swapped on (un)subscribe: appending iterates it without copying it.
         self._listeners: tuple[EventListener, ...] = ()
         if metadata:
@@ -428,7 +431,7 @@ class AgentContext:
             if message is None:  # read back from a log (the live path passes the message)
                 message = _message_of(data)
                 if data.get("pin") is True:
-                    self._pinned.add(seq)
+                    self._pin(seq)
             self._messages.append(message)
             self._created.append(created_at)
             self._seqs.append(seq)
@@ -567,8 +570,14 @@ class AgentContext:
             return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
         data["pin"] = True
         seq = self._append(_TYPE_OF_ROLE[message.role], data, message=message)
-        self._pinned.add(seq)
+        self._pin(seq)
         return seq
+
+    def _pin(self, seq: int) -> None:
+        pinned = self._pinned
+        if isinstance(pinned, frozenset):
+            pinned = self._pinned = set(pinned)
+        pinned.add(seq)
 
     def add_messages(self, messages: Iterable[Message], source: str | None = None) -> list[Event]:
         """Append several messages, in order."""

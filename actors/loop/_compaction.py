@@ -16,8 +16,10 @@ window: what cannot be made to fit ends the run with `ContextWindowExceeded`. A 
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from actors._safe import exception_text
@@ -234,6 +236,10 @@ class Compactor:
         self._sizes: list[int] = []
         self._total = 0
         self._origin: tuple[int, int] = (-1, -1)  # (log id, generation) the sizes are of
+        # Where a range may end: the positions of user messages before which every tool call
+        # has its result (a cut there parts no call from its result), kept as sizes are.
+        self._starts: list[int] = []
+        self._open: set[str] = set()  # tool calls without a result so far
         self._tools: tuple[Sequence[ToolDefinition], int] | None = None
         self._calibrate_from(ctx)
 
@@ -256,14 +262,33 @@ class Compactor:
         origin = (ctx._log_id, ctx._generation)
         sizes = self._sizes
         if origin != self._origin:
-            sizes[:] = [message_tokens(m) for m in messages]
-            self._total = sum(sizes)
+            sizes.clear()
+            self._starts.clear()
+            self._open.clear()
             self._origin = origin
-        elif len(sizes) < len(messages):
-            new = [message_tokens(m) for m in messages[len(sizes) :]]
-            sizes.extend(new)
-            self._total += sum(new)
+            self._total = 0
+        if len(sizes) < len(messages):
+            self._total += self._count(messages, len(sizes))
         return self._total
+
+    def _count(self, messages: list[Message], start: int) -> int:
+        """Size the messages from ``start`` on, noting where turns may be cut; their total."""
+        sizes, starts, open_calls = self._sizes, self._starts, self._open
+        total = 0
+        for position in range(start, len(messages)):
+            message = messages[position]
+            size = message_tokens(message)
+            sizes.append(size)
+            total += size
+            kind = type(message)
+            if kind is AssistantMessage:
+                for call in message.tool_calls:  # type: ignore[union-attr]
+                    open_calls.add(call.id)
+            elif kind is ToolResultMessage:
+                open_calls.discard(message.tool_call_id)  # type: ignore[union-attr]
+            elif isinstance(message, UserMessage) and not open_calls:
+                starts.append(position)
+        return total
 
     def _tools_tokens(self, tools: Sequence[ToolDefinition]) -> int:
         cached = self._tools
@@ -312,21 +337,57 @@ class Compactor:
         messages = ctx._messages
         size = len(messages)
         head = 1 if size and isinstance(messages[0], SystemMessage) else 0
-        starts = _turn_starts(messages, head)
+        self._transcript_tokens(ctx)  # sizes and cut points by position
         pinned = self._pinned(ctx)
-        self._transcript_tokens(ctx)  # sizes by position, for the summarizer's budget
         budget = self._summary_budget()
+        starts = [n for n in self._starts if n > head]
         for keep in range(self.compaction.keep_last_turns, 0, -1):
             if len(starts) < keep:
                 continue
             end = starts[-keep]  # the first position that stays
-            end = _self_contained_start(messages, head, end)
-            if end <= head:
-                continue
-            plan = self._range(ctx, messages, head, end, pinned, budget, tokens, step)
+            if pinned:
+                plan = self._range(ctx, messages, head, end, pinned, budget, tokens, step)
+            else:
+                plan = self._quick_range(ctx, head, end, starts, budget, tokens, step)
             if plan is not None:
                 return plan
         return None
+
+    def _quick_range(
+        self,
+        ctx: AgentContext,
+        head: int,
+        end: int,
+        starts: list[int],
+        budget: int,
+        tokens: int,
+        step: int,
+    ) -> Plan | None:
+        """`_range` when nothing is pinned: sums and searches instead of a walk."""
+        ratio = self.calibration.ratio
+        sums = list(accumulate(self._sizes[head:end]))
+        fits = bisect_right(sums, budget / ratio)  # how many messages one request carries
+        # The range ends before the latest turn that starts within what fits; with none (a
+        # turn longer than a request carries), before the second turn: the first, cut short.
+        at = bisect_right(starts, head + fits)
+        cut = starts[at - 1] if at and starts[at - 1] > head else None
+        if cut is None:
+            later = [n for n in starts[at:] if n > head]
+            cut = later[0] if later else end
+        cut = min(cut, end)
+        last = cut - 1
+        if last < head:
+            return None
+        seqs = ctx._seqs
+        return Plan(
+            first=head,
+            last=last,
+            kept=(),
+            generation=(len(ctx._messages), ctx._generation),
+            tokens_before=tokens,
+            step=step,
+            covers=(seqs[head], seqs[last]),
+        )
 
     def _summary_budget(self) -> int:
         """How many tokens of transcript one summarizer request may carry."""
@@ -460,19 +521,28 @@ class Compactor:
         return UserMessage(content=_TRIMMED.format(count=count, reason=reason))
 
     def applied(self, ctx: AgentContext, plan: Plan, summary: Message) -> None:
-        """Keep the sizes by position in step with the transcript after ``plan``'s event."""
+        """Keep sizes and cut points in step with the transcript after ``plan``'s event."""
         sizes = self._sizes
-        if self._origin[1] + 1 != ctx._generation or len(sizes) != plan.generation[0]:
-            return  # counted again from scratch at the next estimate
-        new = [
-            *sizes[: plan.first],
-            message_tokens(summary),
-            *[sizes[k] for k in plan.kept],
-            *sizes[plan.last + 1 :],
+        if plan.kept or self._origin[1] + 1 != ctx._generation or len(sizes) != plan.generation[0]:
+            self._origin = (-1, -1)  # counted again from scratch at the next estimate
+            return
+        first, last = plan.first, plan.last
+        removed = sum(sizes[first : last + 1])
+        added = message_tokens(summary)
+        sizes[first : last + 1] = [added]
+        self._total += added - removed
+        shift = last - first
+        self._starts = [
+            *[n for n in self._starts if n < first],
+            first,  # the summary: a user message, and no call is open before it
+            *[n - shift for n in self._starts if n > last],
         ]
-        sizes[:] = new
-        self._total = sum(new)
         self._origin = (ctx._log_id, ctx._generation)
+
+    def summarised_tokens(self, plan: Plan) -> int:
+        """The estimated tokens of what ``plan`` summarises."""
+        sizes = self._sizes
+        return sum(sizes[plan.first : plan.last + 1]) - sum(sizes[k] for k in plan.kept)
 
     def failure_reason(self, error: BaseException | None, text: str | None) -> str:
         """Why a summary could not be used, for the log and the trim note."""
@@ -486,7 +556,9 @@ class Compactor:
 class CompactionMixin(_LoopCore):
     """`AgentLoop`'s part that compacts the transcript before a request would not fit."""
 
-    _compactor: Compactor | None
+    # Set on an agent with compaction only: an attribute more on every loop would cost each
+    # idle agent a kilobyte (its instance dict outgrows the shared-key form).
+    _compactor: Compactor | None = None
 
     def _fit(self, run: _Run, request: ModelRequest) -> list[Effect] | None:
         """None when ``request`` may be sent; else the effects that compact (or fail) first."""
@@ -561,10 +633,7 @@ class CompactionMixin(_LoopCore):
         summary: Message | None = None
         if text and text.strip():
             summary = compactor.summary_message(text)
-            summarised = sum(
-                compactor._sizes[n] for n in range(plan.first, plan.last + 1) if n not in plan.kept
-            )
-            if message_tokens(summary) >= summarised:
+            if message_tokens(summary) >= compactor.summarised_tokens(plan):
                 summary = None
         if summary is None:
             reason = compactor.failure_reason(message.error, text)
@@ -596,11 +665,6 @@ def _counts_exactly(model: Any) -> bool:
     )
 
 
-def _turn_starts(messages: list[Message], head: int) -> list[int]:
-    """The positions of user messages after ``head``, in order (where turns begin)."""
-    return [n for n in range(head, len(messages)) if isinstance(messages[n], UserMessage)]
-
-
 def _closed(messages: list[Message], first: int, last: int, pinned: set[int]) -> bool:
     """Whether every tool call summarised in ``first..last`` has its results there too."""
     open_calls: set[str] = set()
@@ -619,18 +683,3 @@ def _closed(messages: list[Message], first: int, last: int, pinned: set[int]) ->
     # A call whose result comes after the range parts them (one with no result at all does not).
     answered = {m.tool_call_id for m in messages[last + 1 :] if type(m) is ToolResultMessage}
     return not (open_calls & answered)
-
-
-def _self_contained_start(messages: list[Message], head: int, start: int) -> int:
-    """``start``, moved back until no tool result from it on answers a call made before it."""
-    while start > head:
-        calls: set[str] = set()
-        for message in messages[start:]:
-            if isinstance(message, AssistantMessage):
-                calls.update(c.id for c in message.tool_calls)
-            elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
-                break
-        else:
-            return start
-        start -= 1
-    return start

@@ -197,8 +197,8 @@ class AgentLoop(
                 if data.get("keep"):
                     self._kept[data["name"]] = data["child_id"]
         self.current_tool: str | None = None
-        # None for an agent without compaction: its steps pay one check, nothing more.
-        self._compactor = Compactor(spec, model, context) if spec.compaction else None
+        if spec.compaction:  # without, the class's None: one check a step, no memory
+            self._compactor = Compactor(spec, model, context)
         if context.suspended:
             self._restore_suspension()
 

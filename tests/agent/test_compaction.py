@@ -23,7 +23,7 @@ from actors.loop._history import _problem
 from actors.sim import Simulation
 from actors.testing import FunctionModel, SyncDriver
 
-from .compaction_helpers import Counting, is_summary, tool_turns
+from .compaction_helpers import Counting, tool_turns
 
 WINDOW = 300
 
@@ -117,9 +117,12 @@ def test_the_system_message_pinned_messages_and_the_last_turns_stay() -> None:
     assert "remember: the code is 42" in contents
     ids = [m.tool_call_id for m in ctx.messages if m.role == "tool"]
     assert "c3" in ids  # pinned through the metadata key, with its call
-    assert any(m.role == "assistant" and any(c.id == "c3" for c in m.tool_calls) for m in ctx.messages)
+    assert any(
+        m.role == "assistant" and any(c.id == "c3" for c in m.tool_calls) for m in ctx.messages
+    )
     assert contents[-8] == prompt(28)  # the last two turns: prompt, call, result, answer
-    assert ctx.pinned_seqs and AgentContext.from_events(ctx.events).pinned_seqs == ctx.pinned_seqs
+    assert ctx.pinned_seqs
+    assert AgentContext.from_events(ctx.events).pinned_seqs == ctx.pinned_seqs
 
 
 def test_a_tool_call_and_its_result_are_never_parted() -> None:
@@ -150,7 +153,8 @@ def test_a_failing_summarizer_falls_back_to_a_trim_that_fits_and_logged() -> Non
             assert driver.run(prompt(n)).output == "ok"
         ctx = driver.context
     events = compacted(ctx)
-    assert events and all(e.data["fallback"] == "trim" for e in events)
+    assert events
+    assert all(e.data["fallback"] == "trim" for e in events)
     assert "summarizer down" in events[0].data["reason"]
     assert "could not be summarised" in ctx.messages[1].content
     assert max(tokens for tokens, _ in model.sent) <= int(WINDOW * 0.8)
@@ -174,7 +178,8 @@ def test_a_provider_refusing_the_length_compacts_and_retries_once() -> None:
             assert driver.run(prompt(n)).output == "ok"
         ctx = driver.context
     refused = [e for e in ctx.events if e.type == "step_end" and e.data.get("error")]
-    assert refused and all(e.data["error"] == "ContextTooLongError" for e in refused)
+    assert refused
+    assert all(e.data["error"] == "ContextTooLongError" for e in refused)
     assert compacted(ctx)
     # Each refusal was followed by a compaction and an accepted retry.
     assert len([t for t, _ in model.sent if t > 150]) == len(refused)
@@ -282,7 +287,8 @@ def test_an_agent_without_compaction_logs_no_token_counts() -> None:
     with SyncDriver(Agent("plain", model=model)) as driver:
         driver.run("hi")
         headers = [e for e in driver.context.events if e.type == "request_header"]
-    assert headers and "tokens" not in headers[0].data
+    assert headers
+    assert "tokens" not in headers[0].data
 
 
 def test_compaction_needs_a_known_window_and_sane_options() -> None:
