@@ -228,7 +228,10 @@ class Compactor:
             )
             if instructions:
                 self.summary_prompt = instructions
-        self.summary_window = context_window_of(self.summary_model or model) or window
+        # The agent's own model is held to the window the agent states; another summarizer
+        # to its own known window (or, unknown, the agent's).
+        summary_window = None if self.summary_model is None else context_window_of(summarizer)
+        self.summary_window = summary_window or window
         self.calibration = TokenCalibration()
         self.exact = getattr(model, "count_tokens", None) if _counts_exactly(model) else None
         self.last_estimate = 0  # the raw estimate of the request in flight (to calibrate)
@@ -244,15 +247,21 @@ class Compactor:
         self._calibrate_from(ctx)
 
     def _calibrate_from(self, ctx: AgentContext) -> None:
-        """A restored agent takes up the calibration its log records (estimate, then usage)."""
-        events = ctx.events
+        """A restored agent takes up the calibration its log records (estimate, then usage).
+
+        Read from the log's records as they are kept (no `Event` is made for a long log).
+        """
         reported = None
-        for event in reversed(events):
-            if event.type == "usage" and reported is None:
-                reported = event.data.get("input_tokens")
-            elif event.type == "request_header" and "tokens" in event.data:
+        for item in reversed(ctx._events):
+            if isinstance(item, tuple):
+                _, kind, data, _ = item
+            else:
+                kind, data = item.type, item.data
+            if kind == "usage" and reported is None:
+                reported = data.get("input_tokens")
+            elif kind == "request_header" and "tokens" in data:
                 if isinstance(reported, int):
-                    self.calibration.observe(int(event.data["tokens"]), reported)
+                    self.calibration.observe(int(data["tokens"]), reported)
                 return
 
     # -- counting ---------------------------------------------------------------------------

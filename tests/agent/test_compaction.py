@@ -302,3 +302,32 @@ def test_compaction_needs_a_known_window_and_sane_options() -> None:
         Agent("a", context_window=0)
     with pytest.raises(AgentDefinitionError, match="Compaction"):
         Agent("a", compaction="yes")  # type: ignore[arg-type]
+
+
+def test_reported_usage_calibrates_the_count_and_a_restore_takes_it_up() -> None:
+    from dataclasses import replace
+
+    from actors.loop._loop import AgentLoop
+
+    class Doubling(Counting):
+        def answer(self, request: Any) -> Any:
+            response = super().answer(request)
+            usage = response.usage.model_copy(
+                update={"input_tokens": 2 * response.usage.input_tokens}
+            )
+            return replace(response, usage=usage)
+
+    model = Doubling()
+    agent = compacting(model)
+    with SyncDriver(agent) as driver:
+        for n in range(12):
+            driver.run(prompt(n))
+        ratio = driver.loop._compactor.calibration.ratio  # type: ignore[union-attr]
+        events = driver.context.events
+    assert 1.9 <= ratio <= 2.1
+    # Counted twice as large, it compacts twice as early: the provider's count stays within.
+    assert compacted(AgentContext.from_events(events))
+    assert all(2 * tokens <= int(WINDOW * 0.8) + 2 for tokens, _ in model.sent[1:])
+    restored = AgentLoop(agent, AgentContext.from_events(events), model=model)
+    assert restored._compactor is not None
+    assert restored._compactor.calibration.ratio == ratio
