@@ -52,7 +52,8 @@ from actors.exceptions import (
 from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
 from actors.loop._children import ChildrenMixin
-from actors.loop._compaction import CompactionMixin, Compactor
+from actors.loop._compacting import CompactionMixin
+from actors.loop._compactor import Compactor
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of

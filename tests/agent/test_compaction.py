@@ -331,3 +331,8 @@ def test_reported_usage_calibrates_the_count_and_a_restore_takes_it_up() -> None
     restored = AgentLoop(agent, AgentContext.from_events(events), model=model)
     assert restored._compactor is not None
     assert restored._compactor.calibration.ratio == ratio
+
+
+def test_a_summarizer_that_is_neither_model_nor_agent_is_refused() -> None:
+    with pytest.raises(AgentDefinitionError, match="summarizer"):
+        Compaction(summarizer=42)  # type: ignore[arg-type]
