@@ -19,6 +19,7 @@ from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.host._face import HostFace, SessionHost
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
+from actors.loop._compaction import Compaction
 from actors.loop._history import keep_last_turns
 from actors.loop._loop import TreeLimits
 from actors.loop._tools import Tool, ToolResult, tool
@@ -33,6 +34,7 @@ from actors.models._model import (
     StreamDelta,
     ToolDefinition,
 )
+from actors.models._tokens import count_tokens
 from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._run_sync import run_sync
 from actors.runtime._runtime import Runtime
@@ -56,8 +58,10 @@ __all__ = [
     "Answer",
     "AssistantMessage",
     "CancellationToken",
+    "Compaction",
     "configure_logging",
     "ContextUpdate",
+    "count_tokens",
     "Delegator",
     "Event",
     "HistoryProcessor",

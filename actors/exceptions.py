@@ -16,7 +16,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ├── RunError                        a run ended without an answer; carries the partial work
     │   ├── LimitExceededError          a limit of the agent was hit
     │   │   ├── MaxIterationsExceeded
-    │   │   └── UsageLimitExceeded
+    │   │   ├── UsageLimitExceeded
+    │   │   └── ContextWindowExceeded   a request could not be made to fit the window
     │   ├── ToolRetriesExceeded         a tool kept failing validation past its retry budget
     │   ├── OutputValidationError       the final answer never matched the output type
     │   ├── RunTimeoutError             the run outlived its timeout and was cancelled
@@ -25,7 +26,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │       └── HostLostError           the process hosting the agent died during the run
     ├── ModelError                      a model could not give a reply
     │   ├── ModelHTTPError              the provider answered with an error status
-    │   │   └── ModelAuthenticationError
+    │   │   ├── ModelAuthenticationError
+    │   │   └── ContextTooLongError     the request was more than the model's window
     │   ├── ModelTimeoutError
     │   ├── UnexpectedModelResponse     the reply could not be understood
     │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
@@ -60,6 +62,8 @@ __all__ = [
     "AgentStoppedError",
     "CacheMissError",
     "Cancelled",
+    "ContextTooLongError",
+    "ContextWindowExceeded",
     "CorruptStoreError",
     "DatabaseNotFoundError",
     "HostLostError",
@@ -194,6 +198,14 @@ class UsageLimitExceeded(LimitExceededError):
     """The run went past one of the agent's usage limits (requests, tool calls, tokens)."""
 
 
+class ContextWindowExceeded(LimitExceededError):
+    """A request could not be made to fit the agent's context window, even after compaction.
+
+    What must stay in view (the system message, pinned messages, the current turn) is more
+    than the window holds. Raise the window, pin less, or shorten what the turn carries.
+    """
+
+
 class ToolRetriesExceeded(RunError):
     """A tool was called with bad arguments (or an unknown tool was named) too many times."""
 
@@ -243,6 +255,14 @@ class ModelHTTPError(ModelError):
 
 class ModelAuthenticationError(ModelHTTPError):
     """The provider refused the credentials (401 or 403). Check the API key."""
+
+
+class ContextTooLongError(ModelHTTPError):
+    """The provider refused the request as longer than the model's context window.
+
+    OpenAI's ``context_length_exceeded``, Anthropic's "prompt is too long". An agent with
+    compaction compacts and tries once more.
+    """
 
 
 class ModelTimeoutError(ModelError):

@@ -377,6 +377,18 @@ def render(results: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"| retention | failed: {kept.get('error')} | | | | |")
+    squeeze = s.get("compaction") or {"error": "not run"}
+    late, whole = get(squeeze, "session"), get(squeeze, "all_in_view")
+    if late and whole:
+        median = late["median_s"]
+        lines.append(
+            f"| compaction overhead, {late['logged_messages']:,}-message session "
+            f"(summarizer aside) | {fmt_time(median)} median, {fmt_time(late['max_s'])} worst "
+            f"| all {squeeze['messages']:,} in view: {fmt_time(whole['total_s'])} | - "
+            f"| <= 1 ms | {verdict(median == median and median <= squeeze['target_s'])} |"
+        )
+    else:
+        lines.append(f"| compaction | failed: {squeeze.get('error')} | | | | |")
     virt = s.get("virtual") or {"error": "not run"}
     crowd, wake = get(virt, "sessions"), get(virt, "activation")
     if crowd and wake:
@@ -614,6 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["virtual"] = actors_section("virtual", args.quick, timeout=3600)
     sections["retention"] = actors_section("retention", args.quick, timeout=3600)
     sections["serve"] = actors_section("serve", args.quick, timeout=3600)
+    sections["compaction"] = actors_section("compaction", args.quick, timeout=600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["sim_http"] = actors_section("sim_http", args.quick, timeout=1800)

@@ -25,8 +25,12 @@ always gets the same reply, whatever order the replies go back in:
 
 With ``--fail-rate`` a request is refused with ``429`` and ``retry-after-ms`` (an attempt's
 fate is drawn from the digest and the attempt's number for that body, so the same request
-fails the same way in every run). ``GET /stats`` returns counters: requests, failures,
-in flight now and at most, tokens, and TCP connections (accepted in all, and open now).
+fails the same way in every run). With ``--max-input-chars N`` a request whose messages (and
+system prompt) take more than N characters of JSON is refused with ``400`` and the provider's
+"context too long" error (OpenAI's ``context_length_exceeded``, Anthropic's "prompt is too
+long"), as a model with a small window would. ``GET /stats`` returns counters: requests,
+failures, rejections, in flight now and at most, tokens, the largest input accepted, and TCP
+connections (accepted in all, and open now).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class _Stats:
         self.output_tokens = 0
         self.connections = 0
         self.open_connections = 0
+        self.rejected = 0
+        self.max_input_chars = 0
         self.attempts: Counter[str] = Counter()
 
     def as_json(self) -> dict[str, int]:
@@ -70,6 +76,8 @@ class _Stats:
             "output_tokens": self.output_tokens,
             "connections": self.connections,
             "open_connections": self.open_connections,
+            "rejected": self.rejected,
+            "max_input_chars": self.max_input_chars,
         }
 
 
@@ -215,6 +223,7 @@ class _Server:
         self.jitter = args.jitter
         self.fail_rate = args.fail_rate
         self.retry_after_ms = args.retry_after_ms
+        self.max_input_chars = args.max_input_chars
         self.rng = random.Random(args.seed)
         self.stats = _Stats()
 
@@ -279,6 +288,11 @@ class _Server:
                 error = {"error": {"message": "rate limited (test server)", "type": "rate_limit"}}
                 headers = {"retry-after-ms": str(self.retry_after_ms)}
                 return 429, headers, json.dumps(error).encode(), json_type
+            size = _input_chars(body)
+            if self.max_input_chars and size > self.max_input_chars:
+                stats.rejected += 1
+                return 400, {}, _too_long(openai, size, self.max_input_chars), json_type
+            stats.max_input_chars = max(stats.max_input_chars, size)
             if openai:
                 reply, tokens_in, tokens_out = _openai_reply(body, digest)
             else:
@@ -290,6 +304,29 @@ class _Server:
             return 200, {}, json.dumps(reply).encode(), json_type
         finally:
             stats.in_flight -= 1
+
+
+def _input_chars(body: dict[str, Any]) -> int:
+    """The size of a request's input as this server measures windows: JSON characters."""
+    size = len(json.dumps(body.get("messages") or []))
+    system = body.get("system")
+    return size + (len(json.dumps(system)) if system else 0)
+
+
+def _too_long(openai: bool, size: int, limit: int) -> bytes:
+    """The provider's error body for a request over the window."""
+    if openai:
+        error = {
+            "message": f"This model's maximum context length is {limit // 4} tokens. However, "
+            f"your messages resulted in {size // 4} tokens.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+        return json.dumps({"error": error}).encode()
+    message = f"prompt is too long: {size // 4} tokens > {limit // 4} maximum"
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return json.dumps(body).encode()
 
 
 def _fails(digest: str, attempt: int, rate: float) -> bool:
@@ -314,6 +351,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of attempts: 429")
     parser.add_argument("--retry-after-ms", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0, help="seeds the jitter")
+    parser.add_argument(
+        "--max-input-chars", type=int, default=0, help="refuse longer inputs as too long (0: no)"
+    )
     return parser
 
 
@@ -325,6 +365,7 @@ def serve(
     fail_rate: float = 0.0,
     retry_after_ms: int = 20,
     seed: int = 0,
+    max_input_chars: int = 0,
 ) -> Iterator[str]:
     """Start a server in a child process; yield its base URL (``http://127.0.0.1:N/v1``)."""
     command = [
@@ -336,6 +377,7 @@ def serve(
         f"--fail-rate={fail_rate}",
         f"--retry-after-ms={retry_after_ms}",
         f"--seed={seed}",
+        f"--max-input-chars={max_input_chars}",
     ]
     env = dict(
         os.environ,

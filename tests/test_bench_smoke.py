@@ -35,6 +35,7 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
         "virtual",
         "retention",
         "serve",
+        "compaction",
     )
     for name in (*sections_run, "sim", "ray"):
         assert "error" not in sections[name], (name, sections[name])
@@ -82,6 +83,8 @@ def test_quick_bench_runs_every_section_and_writes_a_report(tmp_path: Path) -> N
         assert row["failed"] == 0, row
         assert row["finished"] == row["requests"] == http["agents"] * http["requests_each"]
     assert "### Real models over HTTP" in report
+    assert "| compaction overhead" in report
+    assert sections["compaction"]["session"]["compactions"] > 0
     assert "### Per-run overhead" in report
     assert "### One agent reused: per-run cost as its transcript grows" in report
     assert "not run (--no-peers)" in report

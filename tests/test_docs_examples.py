@@ -30,6 +30,7 @@ PAGES = [
     "docs/hosting.md",
     "docs/output.md",
     "docs/history.md",
+    "docs/compaction.md",
     "docs/fallback.md",
     "docs/testing.md",
     "docs/cli.md",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,8 @@ from actors import (
     AgentContext,
     AgentRef,
     AssistantMessage,
+    Event,
+    Message,
     Runtime,
     SystemMessage,
     ToolResultMessage,
@@ -153,23 +156,48 @@ def _short(text: str, full: bool) -> str:
 
 
 def _transcript_lines(ctx: AgentContext, full: bool) -> list[str]:
-    """The transcript, a message per entry; lines after a message's first are indented."""
+    """The transcript, a message per entry; lines after a message's first are indented.
+
+    A summary that a compaction put in place of older messages is preceded by a note of what
+    it shadows, and (with ``full``) by those messages themselves: the log keeps them.
+    """
     lines: list[str] = []
-    for message in ctx.messages:
-        if isinstance(message, SystemMessage):
-            lines.append(f"system: {_short(str(message.content), full)}")
-        elif isinstance(message, UserMessage):
-            lines.append(f"user: {_short(str(message.content), full)}")
-        elif isinstance(message, AssistantMessage):
-            if message.content:
-                lines.append(f"assistant: {_short(str(message.content), full)}")
-            for call in message.tool_calls:
-                arguments = json.dumps(call.arguments, ensure_ascii=False)
-                lines.append(f"assistant → {call.name}({_short(arguments, full)})  [{call.id}]")
-        elif isinstance(message, ToolResultMessage):
-            flag = " (error)" if message.is_error else ""
-            lines.append(f"tool {message.tool_name}{flag}: {_short(str(message.content), full)}")
+    events = ctx.events
+    for message, _, seq in ctx.entries:
+        event = events[seq]
+        if event.type == "compacted":
+            lines.extend(_shadowed_lines(events, event, full))
+        lines.extend(_message_lines(message, full))
     return [line.replace("\n", "\n    ") for line in lines]
+
+
+def _message_lines(message: Message, full: bool) -> list[str]:
+    if isinstance(message, SystemMessage):
+        return [f"system: {_short(str(message.content), full)}"]
+    if isinstance(message, UserMessage):
+        return [f"user: {_short(str(message.content), full)}"]
+    if isinstance(message, AssistantMessage):
+        lines = [f"assistant: {_short(str(message.content), full)}"] if message.content else []
+        for call in message.tool_calls:
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            lines.append(f"assistant → {call.name}({_short(arguments, full)})  [{call.id}]")
+        return lines
+    assert isinstance(message, ToolResultMessage)
+    flag = " (error)" if message.is_error else ""
+    return [f"tool {message.tool_name}{flag}: {_short(str(message.content), full)}"]
+
+
+def _shadowed_lines(events: Sequence[Event], event: Event, full: bool) -> list[str]:
+    """The note before a compaction's summary, and with ``full`` the messages it shadows."""
+    data = event.data
+    first, last, kept = data["first"], data["last"], set(data.get("kept") or ())
+    before = AgentContext.from_events(events[: event.seq]).messages
+    shadowed = [before[n] for n in range(first, last + 1) if n not in kept]
+    how = "trimmed" if data.get("fallback") == "trim" else f"summarised by {data.get('summarizer')}"
+    note = f"[compacted at event {event.seq}: {len(shadowed)} earlier messages {how}"
+    if not full:
+        return [note + "; --full shows them]"]
+    return [note + ":]", *("  | " + line for m in shadowed for line in _message_lines(m, full))]
 
 
 def open_requests(stored: StoredSession) -> list[tuple[str, str, dict[str, Any]]]:

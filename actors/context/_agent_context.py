@@ -23,6 +23,7 @@ from actors.context._event_log import (
 )
 from actors.context._events import (
     BOOKKEEPING_TYPES,
+    COMPACTED,
     REPLACE,
     SURFACE_TYPES,
     Clock,
@@ -113,6 +114,10 @@ class AgentContext:
         max_iterations: How many model requests one run may make.
         clock: Where event timestamps come from.
     """
+
+    # The seqs of messages added with pin=True: a set of its own from the first pin on (most
+    # contexts pin nothing, and an empty set per agent is 216 bytes).
+    _pinned: frozenset[int] | set[int] = frozenset()
 
     def __init__(
         self,
@@ -461,8 +466,10 @@ class AgentContext:
     ) -> None:
         """`_apply` for an event of a type that projects to something (in `_FOLDED`)."""
         if kind in SURFACE_TYPES:
-            if message is None:
+            if message is None:  # read back from a log (the live path passes the message)
                 message = _message_of(data)
+                if data.get("pin") is True:
+                    self._pin(seq)
             self._messages.append(message)
             self._created.append(created_at)
             self._seqs.append(seq)
@@ -520,6 +527,8 @@ class AgentContext:
             self._generation += 1
             if touches_end:
                 self._note_response(message)
+        elif kind == COMPACTED:
+            self._fold_compacted(data, seq, message)
         elif kind == "suspended":
             request_id, _ = data["request"]["id"], data["tool_call"]["id"]
             self._suspended[request_id] = data
@@ -531,6 +540,35 @@ class AgentContext:
             sender, number = data["from"], int(data["n"])
             if number > self._heard.get(sender, 0):
                 self._heard[sender] = number
+
+    def _fold_compacted(self, data: dict[str, Any], seq: int, summary: Message | None) -> None:
+        """A ``compacted`` event: the summary, then the range's kept messages, take its place."""
+        first, last = data["first"], data["last"]
+        kept: list[int] = data.get("kept") or []
+        if summary is None:
+            summary = message_adapter.validate_python(data["message"])
+        messages = self._messages
+        if not (0 <= first <= last < len(messages)) or any(not first <= k <= last for k in kept):
+            _log.warning("compacted event outside the transcript ignored", seq=seq)
+            return
+        created, seqs = self._created, self._seqs
+        self._created = [
+            *created[:first],
+            created[first],
+            *[created[k] for k in kept],
+            *created[last + 1 :],
+        ]
+        self._seqs = [*seqs[:first], seq, *[seqs[k] for k in kept], *seqs[last + 1 :]]
+        # Copy on write, as for a replace: views handed out before keep the list they read.
+        self._messages = [
+            *messages[:first],
+            summary,
+            *[messages[k] for k in kept],
+            *messages[last + 1 :],
+        ]
+        self._generation += 1
+        if last == len(messages) - 1:
+            self._note_response(self._messages[first + len(kept)])
 
     def _note_response(self, message: Message) -> None:
         kind = type(message)
@@ -544,17 +582,30 @@ class AgentContext:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def add_message(self, message: Message, source: str | None = None) -> Event:
+    def add_message(
+        self, message: Message, source: str | None = None, *, pin: bool = False
+    ) -> Event:
         """Append a message to the transcript (and its event to the log).
 
         Args:
             message: The message.
             source: Marks injected context (e.g. ``"memory"``); recorded in the event's data,
                 not in the projected message.
+            pin: Keep the message in view through compaction (an agent's ``compaction``
+                summarises older messages, never a pinned one). Recorded in the event's data.
         """
+        if pin is not False:
+            if pin is not True:
+                raise UserError(f"pin must be a bool, got {pin!r}")
+            return self._event_at(self._add_message(message, source, pin=True))
         return self._event_at(self._add_message(message, source))
 
-    def _add_message(self, message: Message, source: str | None = None) -> int:
+    @property
+    def pinned_seqs(self) -> frozenset[int]:
+        """The seqs of the events of messages added with ``pin=True``."""
+        return frozenset(self._pinned)
+
+    def _add_message(self, message: Message, source: str | None = None, pin: bool = False) -> int:
         """`add_message` without making the `Event` (the agent loop's): returns its seq."""
         if not isinstance(message, _MESSAGE_TYPES):
             raise UserError(
@@ -566,7 +617,18 @@ class AgentContext:
         data = _data_of(message)
         if source is not None:
             data["source"] = source
-        return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
+        if not pin:
+            return self._append(_TYPE_OF_ROLE[message.role], data, message=message)
+        data["pin"] = True
+        seq = self._append(_TYPE_OF_ROLE[message.role], data, message=message)
+        self._pin(seq)
+        return seq
+
+    def _pin(self, seq: int) -> None:
+        pinned = self._pinned
+        if isinstance(pinned, frozenset):
+            pinned = self._pinned = set(pinned)
+        pinned.add(seq)
 
     def add_messages(self, messages: Iterable[Message], source: str | None = None) -> list[Event]:
         """Append several messages, in order."""
@@ -624,7 +686,7 @@ class AgentContext:
         """
         if not isinstance(event_type, str):
             raise UserError(f"an event type is a string, got {event_type!r}")
-        if event_type in SURFACE_TYPES or event_type == REPLACE:
+        if event_type in SURFACE_TYPES or event_type in (REPLACE, COMPACTED):
             _log.warning(
                 "log_event refused a message event; use add_message", event_type=event_type
             )
@@ -718,6 +780,41 @@ class AgentContext:
             return None
         data = {"first": first, "last": last, "message": message.model_dump(mode="json")}
         return self._event_at(self._append(REPLACE, data, message=message))
+
+    def compact(
+        self,
+        first: int,
+        last: int,
+        summary: Message,
+        *,
+        kept: Sequence[int] = (),
+        info: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Shadow positions ``first..last`` with ``summary``, keeping the positions ``kept``.
+
+        Non-destructive, like `replace_message_range`: the shadowed events stay in the log. The
+        transcript becomes the messages before ``first``, the summary, the kept messages of the
+        range (in order), then the messages after ``last``. ``info`` (plain JSON) is recorded in
+        the ``compacted`` event's data beside the range.
+
+        Raises:
+            UserError: the range or a kept position is outside the transcript, or ``summary``
+                is not a message.
+        """
+        if not isinstance(summary, _MESSAGE_TYPES):
+            raise UserError(f"a summary must be a message, got {type(summary).__name__}")
+        size = len(self._messages)
+        positions = list(kept)
+        if not (0 <= first <= last < size) or any(
+            type(k) is not int or not first < k <= last for k in positions
+        ):
+            raise UserError(
+                f"compact({first}, {last}, kept={positions}) is outside the transcript of "
+                f"{size} messages"
+            )
+        data: dict[str, Any] = dict(_plain(info or {}, "compaction info"))
+        data.update(first=first, last=last, kept=positions, message=_data_of(summary))
+        return self._event_at(self._append(COMPACTED, data, message=summary))
 
     def put_system_prompt_overlay(self, overlay: str | None) -> None:
         """Put (or, with None, remove) the system-prompt overlay: never logged, never persisted.
@@ -977,8 +1074,8 @@ def _data_of(message: Message) -> dict[str, Any]:
 
 
 def _message_of(data: Mapping[str, Any]) -> Message:
-    if "source" in data:
-        data = {key: value for key, value in data.items() if key != "source"}
+    if "source" in data or "pin" in data:
+        data = {key: value for key, value in data.items() if key != "source" and key != "pin"}
     return message_adapter.validate_python(data)
 
 
@@ -991,6 +1088,7 @@ _FOLDED = SURFACE_TYPES | {
     "step_start",
     "context_update",
     REPLACE,
+    COMPACTED,
     "suspended",
     "resumed",
     "message_sent",

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "BOOKKEEPING_TYPES",
+    "COMPACTED",
     "Clock",
     "Event",
     "REPLACE",
@@ -36,6 +37,13 @@ SURFACE_TYPES: Final = frozenset(
 
 REPLACE: Final = "replace"
 """The event type that shadows an inclusive range of message positions with one message."""
+
+COMPACTED: Final = "compacted"
+"""The event type that shadows the oldest part of a transcript with a summary (compaction).
+
+Like ``replace``, it keeps every message in the log: positions ``first..last`` give way to
+its ``message`` (the summary), followed by the messages of the range that stay (``kept``:
+pinned ones), in order."""
 
 BOOKKEEPING_TYPES: Final = frozenset(
     {
@@ -77,7 +85,7 @@ def is_known_type(event_type: str) -> bool:
     return (
         event_type in SURFACE_TYPES
         or event_type in BOOKKEEPING_TYPES
-        or event_type == REPLACE
+        or event_type in (REPLACE, COMPACTED)
         or is_custom_type(event_type)
     )
 
@@ -88,7 +96,8 @@ class Event(BaseModel):
     Attributes:
         seq: The event's index in its agent's log (0, 1, 2, ... with no gaps).
         type: What happened. Surface types project to messages, ``replace`` shadows a range of
-            messages, every other type is bookkeeping. User types are namespaced (``app.note``).
+            messages (``compacted`` with a summary), every other type is bookkeeping. User
+            types are namespaced (``app.note``).
         data: The event's payload, plain JSON. Treat it as read-only: the log shares it.
         created_at: When it was appended, from the context's clock.
     """

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from actors.context._events import REPLACE, SURFACE_TYPES
+from actors.context._events import COMPACTED, REPLACE, SURFACE_TYPES
 from actors.context._json import MAX_WRAPPED_DEPTH, depth_exceeds
 from actors.context._messages import Message, ToolCall, message_adapter
 from actors.context._suspension import Request
@@ -126,6 +126,9 @@ _QUICK: dict[str, Callable[[Mapping[str, Any]], bool]] = {
 }
 
 
+_NOT_MESSAGE = frozenset({"source", "pin"})  # a surface event's data beside its message
+
+
 def check_payload(
     event_type: str, data: Mapping[str, Any]
 ) -> tuple[Message | None, ContextUpdate | None]:
@@ -142,15 +145,20 @@ def check_payload(
         raise PayloadError(f"its data nests more than {MAX_WRAPPED_DEPTH} levels deep")
     try:
         if event_type in SURFACE_TYPES:
-            if "source" in data:
-                if not isinstance(data["source"], str):
+            if "source" in data or "pin" in data:
+                if "source" in data and not isinstance(data["source"], str):
                     raise PayloadError(f"'source' must be a string, got {data['source']!r}")
-                data = {key: value for key, value in data.items() if key != "source"}
+                if "pin" in data and type(data["pin"]) is not bool:
+                    raise PayloadError(f"'pin' must be a bool, got {data['pin']!r}")
+                data = {key: value for key, value in data.items() if key not in _NOT_MESSAGE}
             return message_adapter.validate_python(data), None
-        if event_type == REPLACE:
+        if event_type in (REPLACE, COMPACTED):
             for bound in ("first", "last"):
                 if type(data.get(bound)) is not int:
                     raise PayloadError(f"{bound!r} must be an int, got {data.get(bound)!r}")
+            kept = data.get("kept", [])
+            if not isinstance(kept, list) or any(type(k) is not int for k in kept):
+                raise PayloadError(f"'kept' must be a list of ints, got {kept!r}")
             return message_adapter.validate_python(data.get("message")), None
         if event_type == "context_update":
             if "source" in data and not isinstance(data["source"], str):

@@ -10,7 +10,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, cast
 
 from pydantic import TypeAdapter
 from typing_extensions import TypeVar
@@ -25,6 +25,9 @@ from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._tools import Tool
 from actors.loop._toolset import Toolset
 from actors.models._model import Model, ModelSettings
+
+if TYPE_CHECKING:
+    from actors.loop._compaction import Compaction
 
 __all__ = [
     "PLACEMENTS",
@@ -159,6 +162,12 @@ class Agent(Generic[OutputT]):
             ``"run"`` (the default) starts a turn on it; ``"queue"`` adds it to the transcript
             for the next run. In a run, it joins that run at its next step boundary either way
             (after the run, if the step in progress was its last).
+        context_window: The model's context window in tokens; None takes the model's known
+            one (``model.context_window``, or known by its name). Compaction keeps requests
+            within it.
+        compaction: How the agent keeps its transcript within the window: a `Compaction`
+            summarises its oldest messages before a request would pass a share of the window
+            (see the compaction guide). None (the default): the whole transcript is sent.
     """
 
     name: str
@@ -180,6 +189,8 @@ class Agent(Generic[OutputT]):
     output_validators: Sequence[OutputValidator] = ()
     history_processors: Sequence[HistoryProcessor] = ()
     on_message: Literal["run", "queue"] = "run"
+    context_window: int | None = None
+    compaction: Compaction | None = None
     _instructions_fn: InstructionsFunction | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -231,6 +242,22 @@ class Agent(Generic[OutputT]):
             raise AgentDefinitionError(
                 f"agent {self.name!r}: on_message must be 'run' or 'queue', got {self.on_message!r}"
             )
+        window = self.context_window
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window < 1
+        ):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: context_window must be a positive int (tokens) or None, "
+                f"got {window!r}"
+            )
+        if self.compaction is not None:
+            from actors.loop._compaction import Compaction
+
+            if not isinstance(self.compaction, Compaction):
+                raise AgentDefinitionError(
+                    f"agent {self.name!r}: compaction must be a Compaction or None, "
+                    f"got {type(self.compaction).__name__}"
+                )
         if self.tool_retries < 0 or self.output_retries < 0:
             raise AgentDefinitionError(f"agent {self.name!r}: retry budgets cannot be negative")
         if not isinstance(self.usage_limits, UsageLimits):

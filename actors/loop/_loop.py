@@ -52,6 +52,8 @@ from actors.exceptions import (
 from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
 from actors.loop._children import ChildrenMixin
+from actors.loop._compacting import CompactionMixin
+from actors.loop._compactor import Compactor
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
@@ -100,7 +102,9 @@ _NO_TOOL_CONTEXT: Mapping[str, Any] = MappingProxyType({})
 _NO_LIMITS = UsageLimits()
 
 
-class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, PeersMixin):
+class AgentLoop(
+    AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, PeersMixin, CompactionMixin
+):
     """The state machine of one agent; it owns the agent's `AgentContext`.
 
     Args:
@@ -188,6 +192,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         self._runs = context._turns
         self._kept: dict[str, str] = dict(context._kept_names)
         self.current_tool: str | None = None
+        if spec.compaction:  # without, the class's None: one check a step, no memory
+            self._compactor = Compactor(spec, model, context)
         if context.suspended:
             self._restore_suspension()
 
@@ -386,27 +392,14 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             if isinstance(overlay, RunFailedError):
                 return self._fail(overlay, reason="error")
             ctx.put_system_prompt_overlay(overlay)
-        run.step += 1
-        if run.calls:
-            run.calls = {}
-        if run.chains:
-            run.chains = {}
         if self._views:
             self._refresh_tools()  # a toolset's list may have changed since the last step
-        ctx._record("step_start", {"iteration": iteration + 1, "step": run.step})
-        header: dict[str, Any] = {
-            "model": self.model.name,
-            "settings": dict(self.spec.model_settings),
-        }
         messages: Sequence[Message] = ctx.model_messages()
         if self.spec.history_processors:
             try:
                 messages = self._processed(messages)
             except RunFailedError as failure:
                 return self._fail(failure, reason="error")
-            header["history"] = {"sent": len(messages), "of": ctx.message_count}
-        ctx._record("request_header", header)
-        run.awaiting_model = True
         request = ModelRequest(
             messages=messages,
             tools=self._definitions,
@@ -415,6 +408,24 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             agent_id=ctx.agent_id,
             output_schema=self._text_schema,
         )
+        if self._compactor is not None and (compacting := self._fit(run, request)) is not None:
+            return compacting
+        run.step += 1
+        if run.calls:
+            run.calls = {}
+        if run.chains:
+            run.chains = {}
+        ctx._record("step_start", {"iteration": iteration + 1, "step": run.step})
+        header: dict[str, Any] = {
+            "model": self.model.name,
+            "settings": dict(self.spec.model_settings),
+        }
+        if self.spec.history_processors:
+            header["history"] = {"sent": len(messages), "of": ctx.message_count}
+        if self._compactor is not None:
+            header["tokens"] = self._compactor.last_estimate  # calibrates a restored agent
+        ctx._record("request_header", header)
+        run.awaiting_model = True
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
 
     def _request_context(self) -> RunContext[Any]:
@@ -438,6 +449,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         return apply_history_processors(processors, self._request_context(), messages)
 
     def _on_model(self, message: ModelReplied) -> list[Effect]:
+        if message.step < 0:
+            return self._on_summary(message)
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
             self.log.debug("late model reply discarded", step=message.step)
@@ -450,6 +463,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             ctx._record("model_fallback", switch.to_json())
         if message.error is not None or message.response is None:
             error = message.error or RuntimeError("model returned nothing")
+            if self._compactor is not None and (retry := self._on_overflow(run, error)):
+                return retry
             ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
             failure = RunFailedError(
                 f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
@@ -458,6 +473,9 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             return self._fail(failure, reason="error")
         response = message.response
         ctx._add_usage(response.usage)
+        if self._compactor is not None:
+            self._compactor.observe(response.usage.input_tokens)
+            run.overflowed = False
         reply = response.message
         ctx._add_message(reply)
         ctx._record(

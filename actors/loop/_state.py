@@ -122,6 +122,9 @@ class _Run:
     chains: dict[str, _Chain] = field(default_factory=dict)  # by sequential tool name
     validation: _Validation | None = None
     failure: ActorsError | None = None  # ends the run once the step's results are applied
+    compacting: Any = None  # the compaction `Plan` whose summary is awaited
+    compactions: int = 0  # compactions since the last request was sent
+    overflowed: bool = False  # the provider refused this step's request as too long
 
 
 class _LoopCore:

@@ -157,10 +157,17 @@ Input = (
 @quick_init
 @dataclass(frozen=True, slots=True)
 class CallModel:
+    """Send a model request; its reply comes back as `ModelReplied` with the same step.
+
+    ``model`` is the model to ask when it is not the agent's own (a compaction's summarizer);
+    a negative ``step`` marks a compaction's summary request.
+    """
+
     run_id: str
     step: int
     request: ModelRequest
     timeout: float | None
+    model: Any = None
 
 
 @quick_init

@@ -39,10 +39,19 @@ if TYPE_CHECKING:
     from actors.models._openai import OpenAIChatModel
     from actors.models._pool import HTTPPool
     from actors.models._retry import RetryPolicy
+    from actors.models._tokens import (
+        TokenCalibration,
+        context_window_of,
+        count_tokens,
+        estimate_tokens,
+    )
 
 __all__ = [
     "AnthropicModel",
     "CachedModel",
+    "context_window_of",
+    "count_tokens",
+    "estimate_tokens",
     "FallbackModel",
     "HTTPPool",
     "infer_model",
@@ -55,6 +64,7 @@ __all__ = [
     "register_provider",
     "request_key",
     "RetryPolicy",
+    "TokenCalibration",
 ]
 
 _HOMES = {
@@ -72,6 +82,10 @@ _HOMES = {
     "register_provider": "_infer",
     "RetryPolicy": "_retry",
     "request_key": "_cache_key",
+    "TokenCalibration": "_tokens",
+    "context_window_of": "_tokens",
+    "count_tokens": "_tokens",
+    "estimate_tokens": "_tokens",
 }
 
 

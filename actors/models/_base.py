@@ -33,6 +33,7 @@ from actors.models._model import (
 from actors.models._pool import HTTPPool, Lease
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
 from actors.models._sse import ServerSentEvent, iter_sse
+from actors.models._tokens import TokenCounting
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAssembler"]
 
@@ -70,7 +71,7 @@ class StreamAssembler(ABC):
         """The assembled reply (only once `complete`)."""
 
 
-class HTTPModel(ABC):
+class HTTPModel(TokenCounting, ABC):
     """A model behind an HTTP API, sharing connections with the models that talk to its server.
 
     Without an ``http_client`` of its own, a model takes a lease on the shared clients of its

@@ -15,6 +15,7 @@ import httpx
 
 from actors.exceptions import (
     ActorsError,
+    ContextTooLongError,
     ModelAuthenticationError,
     ModelError,
     ModelHTTPError,
@@ -97,6 +98,21 @@ def transport_error(
     return error if replied else RetryableError(error)
 
 
+_TOO_LONG = (
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI-compatible servers' wording
+    "prompt is too long",  # Anthropic
+    "context window",
+    "too many tokens",
+)
+
+
+def _too_long(body: str) -> bool:
+    """Whether an error body says the request was more than the model's context window."""
+    lowered = body.lower()
+    return any(marker in lowered for marker in _TOO_LONG)
+
+
 async def status_error(response: httpx.Response, key: ApiKey | None) -> Exception:
     """Map an error status to a typed error, retryable or not."""
     chunks: list[bytes] = []
@@ -115,6 +131,8 @@ async def status_error(response: httpx.Response, key: ApiKey | None) -> Exceptio
     message = f"HTTP {status} from {response.request.url.host}: {body or response.reason_phrase}"
     if status in (401, 403):
         return ModelAuthenticationError(message, status_code=status, body=body)
+    if status in (400, 413) and _too_long(body):
+        return ContextTooLongError(message, status_code=status, body=body)
     error = ModelHTTPError(message, status_code=status, body=body)
     if status in _RETRY_STATUSES or status >= 500:
         return RetryableError(error, parse_retry_after(response.headers))

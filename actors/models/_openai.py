@@ -41,6 +41,7 @@ from actors.models._native import native_mode, native_schema, unwrap_text
 from actors.models._pool import HTTPPool
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
+from actors.models._tokens import estimate_tokens, tiktoken_counter
 
 __all__ = ["OpenAIChatModel"]
 
@@ -124,6 +125,26 @@ class OpenAIChatModel(HTTPModel):
 
     def _auth(self, key: ApiKey) -> httpx.Auth:
         return HeaderAuth("authorization", key, prefix="Bearer ")
+
+    @property
+    def counts_exactly(self) -> bool:
+        """Whether tiktoken (optional) is installed and loads an encoding for this model."""
+        return tiktoken_counter(self._model_name) is not None
+
+    def count_tokens(self, request: ModelRequest) -> int:
+        """The input tokens of ``request``: with tiktoken when it is at hand, else estimated."""
+        counter = tiktoken_counter(self._model_name)
+        if counter is None:
+            return estimate_tokens(request)
+        total = 3  # the reply's priming
+        for message in request.messages:
+            total += 4 + counter(message.content)
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    total += counter(call.name) + counter(json.dumps(call.arguments)) + 8
+        if request.tools:
+            total += counter(json.dumps([_tool(t) for t in request.tools]))
+        return total
 
     def _body(self, request: ModelRequest, settings: ModelSettings, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {

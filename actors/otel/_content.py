@@ -58,15 +58,18 @@ class Transcript:
             message = message_of(data)
             self.messages.append(message)
             return message
-        if kind == "replace":
+        if kind in ("replace", "compacted"):
             first, last, replacement = data.get("first"), data.get("last"), data.get("message")
+            kept = data.get("kept") or []  # a compaction's pinned messages stay after it
             if (
                 isinstance(first, int)
                 and isinstance(last, int)
                 and isinstance(replacement, dict)
                 and 0 <= first <= last < len(self.messages)
+                and all(isinstance(k, int) and first < k <= last for k in kept)
             ):
                 message = message_of(replacement)
-                self.messages[first : last + 1] = [message]
+                staying = [self.messages[k] for k in kept]
+                self.messages[first : last + 1] = [message, *staying]
                 return message
         return None

@@ -247,7 +247,7 @@ class InlineHost(Orchestration):
 
     def model_reply(self, cell: AgentCell, effect: CallModel) -> ModelReplied:
         """The model's reply to ``effect`` (or its error), asked on this thread."""
-        model = cell.loop.model
+        model = effect.model or cell.loop.model  # a summarizer's, or the agent's own
         inline = inline_reply(model, effect)  # an InlineModel: no event loop needed
         if inline is not None:
             return inline

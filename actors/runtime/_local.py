@@ -492,7 +492,7 @@ class LocalHost(Orchestration):
 
     def call_model(self, cell: AgentCell, effect: CallModel) -> None:
         """Answer inline when the model can; else a request on the effects loop."""
-        model = cell.loop.model
+        model = effect.model or cell.loop.model  # a summarizer's, or the agent's own
         node = cell.node
         if node.wants_deltas():  # a stream is open: the model streams, on the effects loop
             request = dataclasses.replace(effect.request, on_delta=node.publish_delta)

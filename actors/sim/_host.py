@@ -268,7 +268,7 @@ class SimHost(InlineHost):
     def call_model(self, cell: AgentCell, effect: CallModel) -> None:
         """Answer now; the reply arrives after the model's latency (or its timeout)."""
         agent_id = cell.node.agent_id
-        model = cell.loop.model
+        model = effect.model or cell.loop.model  # a summarizer's, or the agent's own
         self.steps += 1
         latency_for = getattr(model, "latency_for", None)
         try:
@@ -287,7 +287,7 @@ class SimHost(InlineHost):
 
     def _reply_now(self, cell: AgentCell, effect: CallModel) -> ModelReplied | InFlight:
         """The reply, computed now; or, for work that waits (HTTP), the request in flight."""
-        model = cell.loop.model
+        model = effect.model or cell.loop.model
         respond = getattr(model, "respond_untimed", None)
         if respond is None:
             inline = inline_reply(model, effect)  # an InlineModel answers on this thread

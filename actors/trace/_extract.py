@@ -284,6 +284,20 @@ class _LogReader:
         run_id = _text(data.get("run_id"))
         self._mark("recovered", event, ", ".join([run_id, *counts]) if counts else run_id)
 
+    def _on_compacted(self, event: Event, data: dict[str, Any]) -> None:
+        first, last = data.get("first"), data.get("last")
+        count = (
+            last - first + 1 - len(data.get("kept") or ())
+            if isinstance(first, int) and isinstance(last, int)
+            else 0
+        )
+        how = (
+            "trimmed"
+            if data.get("fallback") == "trim"
+            else f"summarised by {_text(data.get('summarizer'))}"
+        )
+        self._mark("compacted", event, f"{count} messages {how}")
+
     def _mark(self, kind: MarkerKind, event: Event, label: str) -> None:
         self.markers.append(Marker(kind, self.agent_id, event.created_at, _short(label), event.seq))
 
@@ -321,6 +335,7 @@ _HANDLERS: dict[str, _Handler] = {
     "cancelled": _LogReader._on_cancelled,
     "error": _LogReader._on_error,
     "recovered": _LogReader._on_recovered,
+    "compacted": _LogReader._on_compacted,
 }
 """What each framework event does to the spans (turn_start is read before any of these)."""
 

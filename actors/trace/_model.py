@@ -12,7 +12,9 @@ __all__ = ["SPAN_KINDS", "SPAN_STATUSES", "Lane", "Marker", "Span", "Trace"]
 
 SpanKind = Literal["turn", "model", "tool", "subagent"]
 SpanStatus = Literal["ok", "error", "cancelled", "interrupted", "suspended", "open"]
-MarkerKind = Literal["suspended", "resumed", "steered", "cancelled", "error", "recovered", "custom"]
+MarkerKind = Literal[
+    "suspended", "resumed", "steered", "cancelled", "error", "recovered", "compacted", "custom"
+]
 
 SPAN_KINDS: Final = ("turn", "model", "tool", "subagent")
 """The kinds of span: a turn (a run), a model request (a step), a tool call, a subagent call."""
@@ -58,12 +60,12 @@ class Span:
 class Marker:
     """A moment of one agent, read from one event.
 
-    Suspensions, resumes, steering, cancellations, errors, recoveries, and user events (a
-    namespaced type such as ``app.note``).
+    Suspensions, resumes, steering, cancellations, errors, recoveries, compactions, and user
+    events (a namespaced type such as ``app.note``).
 
     Attributes:
         kind: ``"suspended"``, ``"resumed"``, ``"steered"``, ``"cancelled"``, ``"error"``,
-            ``"recovered"`` or ``"custom"``.
+            ``"recovered"``, ``"compacted"`` or ``"custom"``.
         agent_id: The agent whose log holds the event.
         at: The event's ``created_at``.
         label: A short title read from the event.

@@ -9,7 +9,7 @@
   const MARKS = {
     suspended: ["⏸", "suspended"], resumed: ["▶", "resumed"], steered: ["✎", "steered"],
     cancelled: ["✕", "cancelled"], error: ["!", "error"], recovered: ["↻", "recovered"],
-    custom: ["•", "user event"],
+    compacted: ["≡", "compacted"], custom: ["•", "user event"],
   };
   const MAX_EVENTS_SHOWN = 400;
   const MAX_ZOOM = 4096;

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -424,3 +425,38 @@ def test_demo_with_model_runs_the_same_tree_over_http(
     assert [row.split()[0] for row in usage[1:]] == [
         "lead", "lead-sub-1", "lead-sub-2", "lead-sub-3", "lead-sub-4", "total"
     ]  # fmt: skip
+
+
+def test_sessions_show_notes_each_compaction_and_full_shows_what_it_shadows(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    from actors import Agent, Compaction, Runtime
+    from actors.store import SQLiteStore
+    from actors.testing import FunctionModel
+
+    def reply(messages: list[Any], tools: list[Any]) -> str:
+        if "compact the transcript" in messages[0].content:
+            return "counted to a dozen"
+        return f"noted {messages[-1].content}"
+
+    agent = Agent(
+        "counter",
+        model=FunctionModel(reply),
+        context_window=200,
+        compaction=Compaction(keep_last_turns=2),
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    with Runtime() as runtime:
+        ref = runtime.spawn(agent, store=SQLiteStore(home / "sessions.sqlite"), session_id="c")
+        for n in range(30):
+            ref.run(f"number {n}")
+    short = inproc(home)("sessions", "show", "c")
+    assert short.code == 0, short.err
+    assert re.search(
+        r"\[compacted at event \d+: \d+ earlier messages summarised by function", short.out
+    )
+    assert "user: number 0\n" not in short.out  # shadowed: in view only with --full
+    full = inproc(home)("sessions", "show", "c", "--full")
+    assert "  | user: number 0\n" in full.out  # the log keeps what the summary shadows
+    assert "user: [Summary of the earlier conversation]" in full.out

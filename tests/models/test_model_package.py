@@ -22,6 +22,7 @@ MODULES = sorted(
 ALLOWED = {
     "actors.context._cancel",
     "actors._logging",
+    "actors._text",
     "actors.context._messages",
     "actors.context._message_view",
     "actors.context._quick_init",

@@ -253,3 +253,33 @@ def test_a_session_without_events_is_an_empty_trace() -> None:
         store.create_session("empty", root_agent_id="root")
         trace = build_trace(store.load("empty"))
     assert (trace.lanes, trace.start, trace.end, trace.event_count) == ((), None, None, 0)
+
+
+def test_a_compaction_is_a_marker_and_the_shadowed_events_stay_in_the_trace() -> None:
+    from actors import Compaction, Runtime
+
+    def reply(messages: list[Any], tools: list[Any]) -> str:
+        if "compact the transcript" in messages[0].content:
+            return "counted"
+        return "ok"
+
+    agent = Agent(
+        "counter",
+        model=FunctionModel(reply),
+        context_window=120,
+        compaction=Compaction(keep_last_turns=1),
+    )
+    store = MemoryStore()
+    with Runtime() as runtime:
+        ref = runtime.spawn(agent, store=store, session_id="c")
+        for n in range(20):
+            ref.run(f"number {n}")
+    trace = build_trace(store.load("c"))
+    (lane,) = trace.lanes
+    marks = [m for m in lane.markers if m.kind == "compacted"]
+    assert marks
+    assert all(m.label.endswith("summarised by function") for m in marks)
+    prompts = [e.data["content"] for e in lane.events if e.type == "user_message"]
+    assert prompts == [f"number {n}" for n in range(20)]  # shadowed ones included
+    compacted = [e for e in lane.events if e.type == "compacted"]
+    assert [m.seq for m in marks] == [e.seq for e in compacted]
