@@ -18,6 +18,7 @@ from actors.context._suspension import Answer, Pending, Request
 from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
+from actors.loop._budget import Budget
 from actors.loop._history import keep_last_turns
 from actors.loop._loop import TreeLimits
 from actors.loop._tools import Tool, ToolResult, tool
@@ -32,6 +33,7 @@ from actors.models._model import (
     StreamDelta,
     ToolDefinition,
 )
+from actors.models._prices import Price
 from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._run_sync import run_sync
 from actors.runtime._runtime import Runtime
@@ -54,6 +56,7 @@ __all__ = [
     "AgentRef",
     "Answer",
     "AssistantMessage",
+    "Budget",
     "CancellationToken",
     "configure_logging",
     "ContextUpdate",
@@ -72,6 +75,7 @@ __all__ = [
     "OutputValidator",
     "PeerSend",
     "Pending",
+    "Price",
     "Request",
     "run_sync",
     "RunContext",

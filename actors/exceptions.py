@@ -16,7 +16,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ├── RunError                        a run ended without an answer; carries the partial work
     │   ├── LimitExceededError          a limit of the agent was hit
     │   │   ├── MaxIterationsExceeded
-    │   │   └── UsageLimitExceeded
+    │   │   ├── UsageLimitExceeded
+    │   │   └── BudgetExceeded          a request's worst case did not fit the tree's Budget
     │   ├── ToolRetriesExceeded         a tool kept failing validation past its retry budget
     │   ├── OutputValidationError       the final answer never matched the output type
     │   ├── RunTimeoutError             the run outlived its timeout and was cancelled
@@ -62,6 +63,7 @@ __all__ = [
     "ActorsError",
     "AgentDefinitionError",
     "AgentStoppedError",
+    "BudgetExceeded",
     "CacheMissError",
     "Cancelled",
     "CorruptStoreError",
@@ -195,6 +197,15 @@ class MaxIterationsExceeded(LimitExceededError):
 
 class UsageLimitExceeded(LimitExceededError):
     """The run went past one of the agent's usage limits (requests, tool calls, tokens)."""
+
+
+class BudgetExceeded(LimitExceededError):
+    """A request's worst case did not fit what is left of the tree's `actors.Budget`.
+
+    Nothing was sent: the reservation is refused before the request. A child that hits it
+    ends its run with this error, which its parent's model receives as the child's error
+    result; the parent lives on (its own next request may be refused in turn).
+    """
 
 
 class ToolRetriesExceeded(RunError):

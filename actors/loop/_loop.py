@@ -39,6 +39,7 @@ from actors.context._update import ContextUpdate
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
+    BudgetExceeded,
     InvalidUpdateError,
     MaxIterationsExceeded,
     ModelFallbackError,
@@ -51,6 +52,7 @@ from actors.exceptions import (
 )
 from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
+from actors.loop._budget import BudgetGate, Ledger
 from actors.loop._children import ChildrenMixin
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
@@ -114,6 +116,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             read (never waited for) at each step.
         peer_exists: Whether the host knows an agent of an id (peer messages go only to
             agents it knows); None refuses every peer message.
+        budget: The ledger of the agent's budget (its tree's, or its own), or None.
     """
 
     def __init__(
@@ -128,8 +131,10 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         approval_handler: bool = False,
         toolsets: ToolsetHost | None = None,
         peer_exists: PeerDirectory | None = None,
+        budget: Ledger | None = None,
     ) -> None:
         self.spec = spec
+        self._budget = BudgetGate(budget, context) if budget is not None else None
         self.approval_handler = approval_handler
         self.peer_exists = peer_exists
         self._outbox = []
@@ -421,6 +426,15 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             agent_id=ctx.agent_id,
             output_schema=self._text_schema,
         )
+        if self._budget is not None:  # reserve the worst case, or send nothing (see _budget)
+            reserved = self._budget.reserve(self.model, request, run.run_id, run.step)
+            if isinstance(reserved, RunError):
+                run.awaiting_model = False
+                ctx._record("step_end", {"step": run.step, "error": type(reserved).__name__})
+                return self._fail(
+                    reserved, "limit" if type(reserved) is BudgetExceeded else "error"
+                )
+            request = reserved
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
 
     def _request_context(self) -> RunContext[Any]:
@@ -444,6 +458,8 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         return apply_history_processors(processors, self._request_context(), messages)
 
     def _on_model(self, message: ModelReplied) -> list[Effect]:
+        if self._budget is not None:  # even a late reply settles what its request reserved
+            self._budget.settle(message)
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
             self.log.debug("late model reply discarded", step=message.step)

@@ -17,6 +17,7 @@ from actors.exceptions import (
     UserError,
 )
 from actors.loop._agent import Agent, Subagent
+from actors.loop._budget import budget_of, ledger_for, spend_of
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, recover
@@ -203,6 +204,7 @@ def _restore(
             "damaged"
         )
     tree.next_position(after=max((e.record.position for e in stored.agents), default=0))
+    _restore_ledgers(nodes, contexts)
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
     # that waits), and what each waiting child has open.
@@ -301,6 +303,21 @@ def _restore(
             for send in sends_of(contexts[agent_id].events):
                 host.deliver_peer(agent_id, send)
     return nodes[stored.root_agent_id]
+
+
+def _restore_ledgers(nodes: Mapping[str, AgentNode], contexts: Mapping[str, AgentContext]) -> None:
+    """Rebuild the tree's budget ledgers from its logs (parents come before children).
+
+    Every reservation logged and never settled counts as spent: its request may have been
+    sent before the crash, and the provider may have charged for it.
+    """
+    for agent_id, node in nodes.items():
+        parent = nodes.get(node.parent_id) if node.parent_id else None
+        events = contexts[agent_id].events
+        outer = parent.ledger if parent is not None else ledger_for(None, budget_of(events))
+        node.ledger = ledger_for(outer, node.spec.budget)
+        if node.ledger is not None:
+            node.ledger.charge(spend_of(events))
 
 
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:
