@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
+from actors.context._messages import AssistantMessage
 from actors.exceptions import BudgetExceeded, RunError, RunFailedError, UserError
-from actors.models._prices import NANO, Price, nano_cost, price_of
+from actors.models._prices import NANO, Price, Rates, nano_at, price_of, rates_of
 
 if TYPE_CHECKING:
     from actors.context._agent_context import AgentContext
     from actors.context._events import Event
+    from actors.context._messages import Message
     from actors.loop._types import ModelReplied
-    from actors.models._model import Model, ModelRequest
+    from actors.models._model import Model, ModelRequest, ModelSettings, ToolDefinition
 
 __all__ = [
     "Amount",
@@ -130,73 +132,104 @@ class Ledger:
     """What a tree (or a subtree with a budget of its own) has spent and holds reserved.
 
     Shared by every agent under it in one process; a nested ledger reserves in its parents
-    too, all or nothing, under the one lock of its root.
+    too, all or nothing, under the one lock of its root. Amounts are (requests, input tokens,
+    output tokens, nano-dollars), as in `Amount`.
     """
 
-    __slots__ = ("_caps", "budget", "lock", "parent", "prices", "reserved", "spent")
+    __slots__ = (
+        "_caps",
+        "_chain",
+        "_reserved",
+        "_spent",
+        "bounds_reply",
+        "budget",
+        "in_dollars",
+        "lock",
+        "parent",
+        "prices",
+    )
 
     def __init__(self, budget: Budget, parent: Ledger | None = None) -> None:
         self.budget = budget
         self.parent = parent
         self.lock: threading.Lock = parent.lock if parent is not None else threading.Lock()
-        self.spent = ZERO
-        self.reserved = ZERO
+        # Counters changed in place under the lock (a hot path: two changes per request).
+        self._spent = [0, 0, 0, 0]
+        self._reserved = [0, 0, 0, 0]
         usd = None if budget.usd is None else int(budget.usd * NANO)
         self._caps = (budget.requests, budget.input_tokens, budget.output_tokens, usd)
+        self._chain: tuple[Ledger, ...] = (self, *(parent._chain if parent else ()))
         # The nearest budget's price of a model wins.
         self.prices: dict[str, Price] = {**(parent.prices if parent else {}), **budget.prices}
+        # Known once (a chain never changes): whether any budget of it caps money, and whether
+        # a request's reply needs a bound (money or output tokens are capped).
+        self.in_dollars: bool = usd is not None or (parent is not None and parent.in_dollars)
+        self.bounds_reply: bool = (
+            self.in_dollars
+            or budget.output_tokens is not None
+            or (parent is not None and parent.bounds_reply)
+        )
+
+    @property
+    def spent(self) -> Amount:
+        """What the requests under this ledger were reported to spend (or held when lost)."""
+        return Amount(*self._spent)
+
+    @property
+    def reserved(self) -> Amount:
+        """What requests in flight under this ledger hold."""
+        return Amount(*self._reserved)
 
     def chain(self) -> Iterator[Ledger]:
         """This ledger, then the ones it nests in, up to the tree's."""
-        ledger: Ledger | None = self
-        while ledger is not None:
-            yield ledger
-            ledger = ledger.parent
+        return iter(self._chain)
 
-    def caps(self, field: int) -> bool:
-        """Whether this ledger or one above caps field ``field`` (an index into `Amount`)."""
-        return any(ledger._caps[field] is not None for ledger in self.chain())
-
-    def reserve(self, amount: Amount) -> str | None:
+    def reserve(self, amount: tuple[int, int, int, int]) -> str | None:
         """Hold ``amount`` in every ledger of the chain, or none; a refusal says why."""
         with self.lock:
-            for ledger in self.chain():
-                problem = ledger._overdrawn(amount)
-                if problem is not None:
-                    return problem
-            for ledger in self.chain():
-                ledger.reserved = ledger.reserved.plus(amount)
+            for ledger in self._chain:
+                caps, spent, held = ledger._caps, ledger._spent, ledger._reserved
+                for index in (0, 1, 2, 3):
+                    cap = caps[index]
+                    if cap is not None and spent[index] + held[index] + amount[index] > cap:
+                        return ledger._refusal(index, amount)
+            for ledger in self._chain:
+                held = ledger._reserved
+                held[0] += amount[0]
+                held[1] += amount[1]
+                held[2] += amount[2]
+                held[3] += amount[3]
         return None
 
-    def settle(self, reserved: Amount, spent: Amount) -> None:
+    def settle(self, reserved: tuple[int, ...], spent: tuple[int, ...]) -> None:
         """A reservation ended: release it, and count what was really spent."""
         with self.lock:
-            for ledger in self.chain():
-                ledger.reserved = ledger.reserved.minus(reserved)
-                ledger.spent = ledger.spent.plus(spent)
+            for ledger in self._chain:
+                held, used = ledger._reserved, ledger._spent
+                for index in (0, 1, 2, 3):
+                    held[index] -= reserved[index]
+                    used[index] += spent[index]
 
-    def charge(self, spent: Amount) -> None:
+    def charge(self, spent: tuple[int, ...]) -> None:
         """Count ``spent`` (a restore, from the logs) in every ledger of the chain."""
         self.settle(ZERO, spent)
 
-    def _overdrawn(self, amount: Amount) -> str | None:
-        used = self.spent.plus(self.reserved)
-        for index, cap in enumerate(self._caps):
-            if cap is not None and used[index] + amount[index] > cap:
-                name = _NAMES[index]
-                if index == 3:
-                    return (
-                        f"budget usd={self.budget.usd} has ${Decimal(cap - used[3]) / NANO} "
-                        f"left, and this request may cost up to ${Decimal(amount[3]) / NANO}"
-                    )
-                return (
-                    f"budget {name}={cap} has {cap - used[index]} left, and this request "
-                    f"needs up to {amount[index]}"
-                )
-        return None
+    def _refusal(self, index: int, amount: tuple[int, ...]) -> str:
+        left = self._caps[index]
+        assert left is not None
+        left -= self._spent[index] + self._reserved[index]
+        if index == 3:
+            return (
+                f"budget usd={self.budget.usd} has ${Decimal(left) / NANO} left, and this "
+                f"request may cost up to ${Decimal(amount[3]) / NANO}"
+            )
+        return (
+            f"budget {_NAMES[index]}={self._caps[index]} has {left} left, and this request "
+            f"needs up to {amount[index]}"
+        )
 
     def __repr__(self) -> str:
-        return f"<Ledger spent={tuple(self.spent)} reserved={tuple(self.reserved)}>"
+        return f"<Ledger spent={tuple(self._spent)} reserved={tuple(self._reserved)}>"
 
 
 def check_budget(budget: object) -> Budget | None:
@@ -218,16 +251,31 @@ def ledger_for(parent: Ledger | None, budget: Budget | None) -> Ledger | None:
 def estimate_input_tokens(model: Model, request: ModelRequest) -> int:
     """The input tokens a request is reserved at, before it is sent.
 
-    For now an estimate: a token per four characters of the request's messages and tools as
-    JSON (the one place to switch to the model's own count once models count tokens).
+    For now an estimate: a token per four characters of what the request carries (texts,
+    tool calls' arguments, tool definitions), with an allowance per message for its framing.
+    This is the one place to switch to the model's own count once models count tokens.
     """
     del model  # the model will count its own requests; the estimate does not need it
+    return (_messages_size(request.messages) + tools_size(request.tools)) // 4 + 1
+
+
+def _messages_size(messages: Sequence[Message]) -> int:
     size = 0
-    for message in request.messages:
-        size += len(message.model_dump_json())
-    for tool in request.tools:
-        size += len(tool.name) + len(tool.description) + len(str(tool.parameters))
-    return size // 4 + 1
+    for message in messages:
+        size += len(message.content) + _FRAMING
+        # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                size += len(call.name) + len(str(call.arguments)) + _FRAMING
+    return size
+
+
+def tools_size(tools: Sequence[ToolDefinition]) -> int:
+    """The characters of the tool definitions a request carries (their names, texts, schemas)."""
+    return sum(len(t.name) + len(t.description) + len(str(t.parameters)) + _FRAMING for t in tools)
+
+
+_FRAMING = 16  # characters a message or a tool costs besides its text (role, ids, quotes)
 
 
 class BudgetGate:
@@ -238,12 +286,24 @@ class BudgetGate:
         ctx: The agent's context (where reservations and settlements are logged).
     """
 
-    __slots__ = ("ctx", "ledger", "open")
+    __slots__ = ("_bounded", "_rates", "_tools", "ctx", "ledger", "open")
 
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
         self.ctx = ctx
-        self.open: dict[tuple[str, int], tuple[Amount, str]] = {}  # (run, step): amount, model
+        # (run, step) of each request in flight: what it reserved, and its model's name
+        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
+        self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
+        self._bounded: tuple[object, ModelSettings] | None = None  # settings, with max_tokens
+        self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
+
+    def _price(self, model_name: str) -> Rates | None:
+        try:
+            return self._rates[model_name]
+        except KeyError:
+            price = price_of(model_name, self.ledger.prices)
+            rates = self._rates[model_name] = None if price is None else rates_of(price)
+            return rates
 
     def reserve(
         self, model: Model, request: ModelRequest, run_id: str, step: int
@@ -252,28 +312,46 @@ class BudgetGate:
         ledger = self.ledger
         settings = request.settings
         max_tokens = settings.get("max_tokens")
-        if max_tokens is None and (ledger.caps(2) or ledger.caps(3)):
+        if max_tokens is None and ledger.bounds_reply:
             # Without a cap on the reply there is no worst case: send the budget's.
             max_tokens = ledger.budget.max_tokens
-            request = dataclasses.replace(request, settings={**settings, "max_tokens": max_tokens})
-        input_tokens = estimate_input_tokens(model, request)
+            bounded = self._bounded
+            if bounded is None or bounded[0] is not settings:
+                bounded = self._bounded = (settings, {**settings, "max_tokens": max_tokens})
+            request = dataclasses.replace(request, settings=bounded[1])
+        # The tools of an agent change rarely (toolsets): their size is counted once each.
+        tools = request.tools
+        sized = self._tools
+        if sized is None or sized[0] is not tools:
+            sized = self._tools = (tools, tools_size(tools))
+        input_tokens = (_messages_size(request.messages) + sized[1]) // 4 + 1
         output_tokens = max_tokens or 0
         nano = 0
-        price = price_of(model.name, ledger.prices)
+        price = self._price(model.name)
         if price is not None:
-            nano = nano_cost(price, input_tokens, output_tokens)
-        elif ledger.caps(3):
+            nano = nano_at(price, input_tokens, output_tokens)
+        elif ledger.in_dollars:
             return RunFailedError(
                 f"agent {self.ctx.agent_id!r}: its budget is in dollars and model "
                 f"{model.name!r} has no known price; give it in Budget(prices={{...}}) or "
                 "install genai-prices (pip install 'actors[prices]')"
             )
-        amount = Amount(1, input_tokens, output_tokens, nano)
+        amount = (1, input_tokens, output_tokens, nano)
         problem = ledger.reserve(amount)
         if problem is not None:
             return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
         self.open[run_id, step] = (amount, model.name)
-        self.ctx._record("budget_reserved", {"run_id": run_id, "step": step, **amount._asdict()})
+        self.ctx._record(
+            "budget_reserved",
+            {
+                "run_id": run_id,
+                "step": step,
+                "requests": 1,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "nano_usd": nano,
+            },
+        )
         return request
 
     def settle(self, message: ModelReplied) -> None:
@@ -285,25 +363,25 @@ class BudgetGate:
         if entry is None:
             return
         reserved, model_name = entry
-        spent = ZERO
+        spent: tuple[int, int, int, int] = ZERO
         response = message.response
         if response is not None:
             usage = response.usage
             nano = 0
-            price = price_of(response.model_name or model_name, self.ledger.prices)
+            price = self._price(response.model_name or model_name)
             if price is None and response.model_name:
-                price = price_of(model_name, self.ledger.prices)
+                price = self._price(model_name)
             if price is not None:
-                nano = nano_cost(price, usage.input_tokens, usage.output_tokens)
-            spent = Amount(usage.requests, usage.input_tokens, usage.output_tokens, nano)
+                nano = nano_at(price, usage.input_tokens, usage.output_tokens)
+            spent = (usage.requests, usage.input_tokens, usage.output_tokens, nano)
         self.ledger.settle(reserved, spent)
         self.ctx._record(
             "budget_settled",
             {
                 "run_id": message.run_id,
                 "step": message.step,
-                "reserved": reserved.to_json(),
-                "spent": spent.to_json(),
+                "reserved": dict(zip(Amount._fields, reserved, strict=True)),
+                "spent": dict(zip(Amount._fields, spent, strict=True)),
             },
         )
 

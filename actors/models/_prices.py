@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["NANO", "Price", "nano_cost", "price_of"]
+__all__ = ["NANO", "Price", "Rates", "nano_at", "nano_cost", "price_of", "rates_of"]
 
 NANO = 10**9
 """Nano-dollars in a dollar: a ledger counts money in whole nano-dollars."""
@@ -42,7 +42,24 @@ class Price(BaseModel):
 
 def nano_cost(price: Price, input_tokens: int, output_tokens: int) -> int:
     """What ``price`` charges for the tokens, in nano-dollars, rounded up (never under)."""
-    return math.ceil(price.cost(input_tokens, output_tokens) * NANO)
+    return nano_at(rates_of(price), input_tokens, output_tokens)
+
+
+Rates = tuple[int, int]
+"""A price as integers: femto-dollars per million tokens in and out (rounded up)."""
+
+_FEMTO = 10**15
+_FEMTO_PER_NANO_MTOK = 10**6 * 10**6  # femto-dollars per nano-dollar, times tokens per Mtok
+
+
+def rates_of(price: Price) -> Rates:
+    """``price`` as integer rates: every request of a budgeted tree is priced without Decimal."""
+    return math.ceil(price.input * _FEMTO), math.ceil(price.output * _FEMTO)
+
+
+def nano_at(rates: Rates, input_tokens: int, output_tokens: int) -> int:
+    """What the tokens cost at ``rates``, in nano-dollars, rounded up."""
+    return -(-(input_tokens * rates[0] + output_tokens * rates[1]) // _FEMTO_PER_NANO_MTOK)
 
 
 def price_of(model_name: str, table: Mapping[str, Price] | None = None) -> Price | None:

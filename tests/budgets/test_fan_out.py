@@ -28,11 +28,12 @@ def wire() -> Iterator[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_a_thousand_children_sharing_a_budget_for_700_requests(wire: str) -> None:
     child = Agent(
         "w",
-        model=OpenAIChatModel("fake", base_url=wire, api_key="test"),
+        # A loaded machine may be slow to connect: a failed request would free its place.
+        model=OpenAIChatModel("fake", base_url=wire, api_key="test", timeout=90),
         model_settings={"max_tokens": 64},
     )
     root = Agent(
@@ -52,15 +53,15 @@ def test_a_thousand_children_sharing_a_budget_for_700_requests(wire: str) -> Non
     with allow_model_requests(True), Runtime(limits=limits) as rt:
         ref = rt.spawn(root, budget=budget)
         with pytest.raises(BudgetExceeded) as raised:  # the root's answer found nothing left
-            ref.run("fan out", timeout=100)
+            ref.run("fan out", timeout=150)
         ledger = rt._host.nodes[ref.agent_id].ledger
     sent = stats(wire)["requests"] - before
-    assert sent == SENT
     results = [m for m in raised.value.messages if isinstance(m, ToolResultMessage)]
-    refused = [r for r in results if r.is_error]
+    refused = [r.content for r in results if r.is_error]
     assert len(results) == CHILDREN
+    assert [r for r in refused if " failed: BudgetExceeded: " not in r] == []
     assert len(refused) == CHILDREN - SENT
-    assert all(" failed: BudgetExceeded: " in r.content for r in refused), refused[0].content
+    assert sent == SENT
     # What the provider reported, summed, is within every cap of the budget.
     assert ledger is not None
     assert ledger.reserved.requests == 0
