@@ -30,6 +30,7 @@ PAGES = [
     "docs/hosting.md",
     "docs/output.md",
     "docs/history.md",
+    "docs/budgets.md",
     "docs/fallback.md",
     "docs/testing.md",
     "docs/cli.md",
