@@ -248,6 +248,16 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         """A deterministic id for the next run of this agent."""
         return f"{self.ctx.agent_id}-run-{self._runs + 1}"
 
+    @property
+    def budgeted(self) -> bool:
+        """Whether the agent's requests reserve on a budget (their reservations are logged)."""
+        return self._budget is not None
+
+    def unsent(self, effect: CallModel) -> None:
+        """The host will not send ``effect`` (it ends the run instead): release its reservation."""
+        if self._budget is not None:
+            self._budget.settle(ModelReplied(effect.run_id, effect.step))
+
     def fail_now(self, error: RunError) -> list[Effect]:
         """End the run in progress with ``error`` (used by a host that hit a fault)."""
         return self._fail(error, reason="error")

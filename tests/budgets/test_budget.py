@@ -11,6 +11,7 @@ from actors import Agent, Budget, Price, Runtime, ToolResultMessage, TreeLimits
 from actors.exceptions import BudgetExceeded, RunFailedError, UserError
 from actors.loop._budget import Amount, Ledger, spend_of
 from actors.sim import Simulation
+from actors.store import MemoryStore
 from actors.testing import ScriptedModel, SyncDriver, call
 
 WIDE = TreeLimits(max_children=2000, max_agents=3000)
@@ -174,3 +175,46 @@ def test_a_nested_ledger_reserves_all_or_nothing() -> None:
     inner.settle(Amount(1), Amount(1, 3, 4, 5))
     assert outer.spent == Amount(1, 3, 4, 5)
     assert outer.reserved == Amount()
+
+
+class _FlakyStore(MemoryStore):
+    """A store that refuses writes while ``broken`` is set."""
+
+    broken = False
+
+    def append_events(self, *args: Any, **kwargs: Any) -> Any:
+        if self.broken:
+            raise OSError("disk full")
+        return super().append_events(*args, **kwargs)
+
+
+def test_a_budgeted_request_whose_reservation_cannot_be_written_is_not_sent() -> None:
+    store = _FlakyStore()
+    model = ScriptedModel(["first", "second"])
+    with Runtime() as rt:
+        ref = rt.spawn(
+            Agent("a", model=model), store=store, session_id="s", budget=Budget(requests=5)
+        )
+        assert ref.run("one").output == "first"
+        store.broken = True
+        with pytest.raises(RunFailedError, match="could not write"):
+            ref.run("two")
+        ledger = rt._host.nodes["a"].ledger
+        assert ledger is not None
+        assert len(model.requests) == 1  # the second request was never sent
+        assert ledger.reserved == Amount()  # and its reservation was released
+        assert ledger.spent.requests == 1
+
+
+def test_a_failed_request_reports_nothing_spent_and_releases_its_reservation() -> None:
+    spec = Agent("a", model=ScriptedModel([RuntimeError("provider down")]))
+    with Runtime() as rt:
+        ref = rt.spawn(spec, budget=Budget(requests=1))
+        with pytest.raises(RunFailedError, match="provider down"):
+            ref.run("hi")
+        ledger = rt._host.nodes["a"].ledger
+        assert ledger is not None
+        assert ledger.reserved == Amount()
+        assert ledger.spent == Amount()
+        settled = [e for e in ref.context().events if e.type == "budget_settled"]
+    assert [e.data["spent"]["requests"] for e in settled] == [0]
