@@ -286,7 +286,7 @@ class BudgetGate:
         ctx: The agent's context (where reservations and settlements are logged).
     """
 
-    __slots__ = ("_bounded", "_rates", "_tools", "ctx", "ledger", "open")
+    __slots__ = ("_rates", "_tools", "ctx", "ledger", "open")
 
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
@@ -294,8 +294,17 @@ class BudgetGate:
         # (run, step) of each request in flight: what it reserved, and its model's name
         self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
         self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
-        self._bounded: tuple[object, ModelSettings] | None = None  # settings, with max_tokens
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
+
+    def settings(self, settings: ModelSettings) -> ModelSettings:
+        """``settings`` with the bound a worst case needs.
+
+        Without a cap on the reply there is no worst case, so a budget that caps money or
+        output tokens sends its own ``max_tokens`` when the settings give none.
+        """
+        if "max_tokens" in settings or not self.ledger.bounds_reply:
+            return settings
+        return {**settings, "max_tokens": self.ledger.budget.max_tokens}
 
     def _price(self, model_name: str) -> Rates | None:
         try:
@@ -310,15 +319,10 @@ class BudgetGate:
     ) -> ModelRequest | RunError:
         """Reserve ``request``'s worst case: the request to send, or why the run must end."""
         ledger = self.ledger
-        settings = request.settings
-        max_tokens = settings.get("max_tokens")
-        if max_tokens is None and ledger.bounds_reply:
-            # Without a cap on the reply there is no worst case: send the budget's.
+        max_tokens = request.settings.get("max_tokens")
+        if max_tokens is None and ledger.bounds_reply:  # sent without the agent's settings
             max_tokens = ledger.budget.max_tokens
-            bounded = self._bounded
-            if bounded is None or bounded[0] is not settings:
-                bounded = self._bounded = (settings, {**settings, "max_tokens": max_tokens})
-            request = dataclasses.replace(request, settings=bounded[1])
+            request = dataclasses.replace(request, settings=self.settings(request.settings))
         # The tools of an agent change rarely (toolsets): their size is counted once each.
         tools = request.tools
         sized = self._tools
@@ -380,8 +384,18 @@ class BudgetGate:
             {
                 "run_id": message.run_id,
                 "step": message.step,
-                "reserved": dict(zip(Amount._fields, reserved, strict=True)),
-                "spent": dict(zip(Amount._fields, spent, strict=True)),
+                "reserved": {
+                    "requests": reserved[0],
+                    "input_tokens": reserved[1],
+                    "output_tokens": reserved[2],
+                    "nano_usd": reserved[3],
+                },
+                "spent": {
+                    "requests": spent[0],
+                    "input_tokens": spent[1],
+                    "output_tokens": spent[2],
+                    "nano_usd": spent[3],
+                },
             },
         )
 

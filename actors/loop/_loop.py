@@ -135,6 +135,10 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
     ) -> None:
         self.spec = spec
         self._budget = BudgetGate(budget, context) if budget is not None else None
+        # What each request is sent with: a budget may add the max_tokens its worst case needs.
+        self._settings = (
+            self._budget.settings(spec.model_settings) if self._budget else spec.model_settings
+        )
         self.approval_handler = approval_handler
         self.peer_exists = peer_exists
         self._outbox = []
@@ -417,7 +421,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         ctx._record("step_start", {"iteration": iteration + 1, "step": run.step})
         header: dict[str, Any] = {
             "model": self.model.name,
-            "settings": dict(self.spec.model_settings),
+            "settings": dict(self._settings),
         }
         messages: Sequence[Message] = ctx.model_messages()
         if self.spec.history_processors:
@@ -431,7 +435,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
         request = ModelRequest(
             messages=messages,
             tools=self._definitions,
-            settings=self.spec.model_settings,
+            settings=self._settings,
             cancellation=run.token,
             agent_id=ctx.agent_id,
             output_schema=self._text_schema,

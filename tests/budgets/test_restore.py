@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,23 @@ def test_what_providers_bill_never_passes_the_budget_across_a_sigkill(
     dollars = charged * PRICE.cost(USAGE.input_tokens, USAGE.output_tokens)
     assert BUDGET.usd is not None
     assert dollars <= BUDGET.usd
+
+
+def test_a_restored_session_goes_on_with_what_its_logs_say_was_spent(tmp_path: Path) -> None:
+    from actors import Agent, Budget
+    from actors.testing import ScriptedModel
+
+    def spec() -> Agent[Any]:
+        model = ScriptedModel(["one", "two", "three"], per_agent=True)
+        return Agent("a", model=model, budget=Budget(requests=2))  # on the spec: not logged
+
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        with Runtime() as runtime:
+            assert runtime.spawn(spec(), store=store, session_id="s").run("1").output == "one"
+        with Runtime() as runtime:
+            ref = runtime.restore("s", store=store, agents=[spec()])
+            assert ref.run("2").output == "two"
+        with Runtime() as runtime:
+            ref = runtime.restore("s", store=store, agents=[spec()])
+            with pytest.raises(BudgetExceeded, match="budget requests=2 has 0 left"):
+                ref.run("3")
