@@ -97,6 +97,29 @@ class _Steered(_Payload):
     content: StrictStr
 
 
+class _Amount(_Payload):
+    requests: StrictInt = Field(ge=0)
+    input_tokens: StrictInt = Field(ge=0)
+    output_tokens: StrictInt = Field(ge=0)
+    nano_usd: StrictInt = Field(ge=0)
+
+
+class _BudgetSet(_Payload):
+    budget: dict[str, Any]
+
+
+class _BudgetReserved(_Amount):
+    run_id: StrictStr
+    step: StrictInt
+
+
+class _BudgetSettled(_Payload):
+    run_id: StrictStr
+    step: StrictInt
+    reserved: _Amount
+    spent: _Amount
+
+
 _SHAPES: dict[str, type[_Payload]] = {
     "turn_start": _RunScoped,
     "turn_end": _RunScoped,
@@ -109,6 +132,9 @@ _SHAPES: dict[str, type[_Payload]] = {
     "suspended": _Suspended,
     "resumed": _Resumed,
     "steered": _Steered,
+    "budget_set": _BudgetSet,
+    "budget_reserved": _BudgetReserved,
+    "budget_settled": _BudgetSettled,
 }
 
 

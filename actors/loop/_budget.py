@@ -21,10 +21,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
 from actors.context._messages import AssistantMessage
-from actors.exceptions import BudgetExceeded, RunError, RunFailedError, UserError
+from actors.exceptions import (
+    BudgetExceeded,
+    RunError,
+    RunFailedError,
+    SerializationError,
+    UserError,
+)
 from actors.models._prices import NANO, Price, Rates, nano_at, price_of, rates_of
 
 if TYPE_CHECKING:
@@ -415,9 +421,19 @@ def spend_of(events: Iterable[Event]) -> Amount:
 
 
 def budget_of(events: Iterable[Event]) -> Budget | None:
-    """The budget a root was spawned with, as its log holds it (``budget_set``), or None."""
+    """The budget a root was spawned with, as its log holds it (``budget_set``), or None.
+
+    Raises:
+        SerializationError: the log's budget cannot be read (the log is damaged).
+    """
     found: Budget | None = None
     for event in events:
         if event.type == "budget_set":
-            found = Budget.model_validate(event.data["budget"])
+            try:
+                found = Budget.model_validate(event.data["budget"])
+            except ValidationError as exc:
+                raise SerializationError(
+                    f"event {event.seq} (budget_set) holds no budget that can be read: "
+                    f"{exc.errors()[0].get('msg')}"
+                ) from None
     return found

@@ -92,3 +92,18 @@ def test_a_restored_session_goes_on_with_what_its_logs_say_was_spent(tmp_path: P
             ref = runtime.restore("s", store=store, agents=[spec()])
             with pytest.raises(BudgetExceeded, match="budget requests=2 has 0 left"):
                 ref.run("3")
+
+
+def test_a_damaged_budget_event_is_refused_typed_when_the_log_is_read() -> None:
+    from actors import Agent, AgentContext, Budget
+    from actors.exceptions import SerializationError
+    from actors.testing import ScriptedModel, SyncDriver
+
+    driver = SyncDriver(Agent("a", model=ScriptedModel(["ok"]), budget=Budget(requests=3)))
+    driver.run("hi")
+    blob = driver.context.serialize()
+    for event in blob["events"]:
+        if event["type"] == "budget_settled":
+            event["data"]["spent"] = {"requests": "one"}
+    with pytest.raises(SerializationError, match="budget_settled"):
+        AgentContext.deserialize(blob)
