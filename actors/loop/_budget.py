@@ -265,9 +265,10 @@ def estimate_input_tokens(model: Model, request: ModelRequest) -> int:
     return (_messages_size(request.messages) + tools_size(request.tools)) // 4 + 1
 
 
-def _messages_size(messages: Sequence[Message]) -> int:
+def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> int:
     size = 0
-    for message in messages:
+    for index in range(start, len(messages) if stop is None else stop):
+        message = messages[index]
         size += len(message.content) + _FRAMING
         # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
         if isinstance(message, AssistantMessage) and message.tool_calls:
@@ -292,7 +293,7 @@ class BudgetGate:
         ctx: The agent's context (where reservations and settlements are logged).
     """
 
-    __slots__ = ("_rates", "_tools", "ctx", "ledger", "open")
+    __slots__ = ("_counted", "_rates", "_tools", "ctx", "ledger", "open")
 
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
@@ -301,6 +302,8 @@ class BudgetGate:
         self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
         self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
+        # How many messages the last request had, its last one, and their size in characters
+        self._counted: tuple[int, object, int] = (0, None, 0)
 
     def settings(self, settings: ModelSettings) -> ModelSettings:
         """``settings`` with the bound a worst case needs.
@@ -311,6 +314,22 @@ class BudgetGate:
         if "max_tokens" in settings or not self.ledger.bounds_reply:
             return settings
         return {**settings, "max_tokens": self.ledger.budget.max_tokens}
+
+    def _transcript_size(self, messages: Sequence[Message]) -> int:
+        # A transcript grows at its end: the part the last request had is counted once (a
+        # long session's request is not read whole each time). The first message is counted
+        # every time (the instructions overlay joins it), and a transcript that changed before
+        # its end (a history processor's view, a compaction) is read again.
+        total = len(messages)
+        if not total:
+            return 0
+        count, last, size = self._counted
+        if count > 1 and total >= count and messages[count - 1] is last:
+            size += _messages_size(messages, count)
+        else:
+            size = _messages_size(messages, 1)
+        self._counted = (total, messages[total - 1], size)
+        return size + _messages_size(messages, 0, 1)
 
     def _price(self, model_name: str) -> Rates | None:
         try:
@@ -334,7 +353,7 @@ class BudgetGate:
         sized = self._tools
         if sized is None or sized[0] is not tools:
             sized = self._tools = (tools, tools_size(tools))
-        input_tokens = (_messages_size(request.messages) + sized[1]) // 4 + 1
+        input_tokens = (self._transcript_size(request.messages) + sized[1]) // 4 + 1
         output_tokens = max_tokens or 0
         nano = 0
         price = self._price(model.name)

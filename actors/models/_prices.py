@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = ["NANO", "Price", "Rates", "nano_at", "nano_cost", "price_of", "rates_of"]
 
@@ -34,6 +34,11 @@ class Price(BaseModel):
 
     input: Decimal = Field(ge=0)
     output: Decimal = Field(ge=0)
+    _rates: tuple[int, int] = PrivateAttr(default=(0, 0))
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Integer rates, once: every request of a budgeted tree is priced without Decimal.
+        self._rates = (math.ceil(self.input * _FEMTO), math.ceil(self.output * _FEMTO))
 
     def cost(self, input_tokens: int, output_tokens: int) -> Decimal:
         """Dollars for ``input_tokens`` in and ``output_tokens`` out."""
@@ -54,7 +59,7 @@ _FEMTO_PER_NANO_MTOK = 10**6 * 10**6  # femto-dollars per nano-dollar, times tok
 
 def rates_of(price: Price) -> Rates:
     """``price`` as integer rates: every request of a budgeted tree is priced without Decimal."""
-    return math.ceil(price.input * _FEMTO), math.ceil(price.output * _FEMTO)
+    return price._rates
 
 
 def nano_at(rates: Rates, input_tokens: int, output_tokens: int) -> int:

@@ -218,3 +218,19 @@ def test_a_failed_request_reports_nothing_spent_and_releases_its_reservation() -
         assert ledger.spent == Amount()
         settled = [e for e in ref.context().events if e.type == "budget_settled"]
     assert [e.data["spent"]["requests"] for e in settled] == [0]
+
+
+def test_a_growing_transcript_is_counted_as_if_read_whole_each_time() -> None:
+    from actors import AgentContext, AssistantMessage, SystemMessage, ToolCall, UserMessage
+    from actors.loop._budget import BudgetGate, _messages_size
+
+    gate = BudgetGate(Ledger(Budget(requests=10)), AgentContext("a"))
+    messages: list[Any] = [SystemMessage(content="sys")]
+    for i in range(20):
+        messages.append(UserMessage(content="u" * i))
+        call_i = ToolCall(id=f"c{i}", name="t", arguments={"x": i})
+        messages.append(AssistantMessage(content="a", tool_calls=(call_i,)))
+        assert gate._transcript_size(messages) == _messages_size(messages)
+        messages[0] = SystemMessage(content="sys" + "o" * i)  # the overlay may change
+    shorter = messages[:5]  # a history processor's view: read again
+    assert gate._transcript_size(shorter) == _messages_size(shorter)
