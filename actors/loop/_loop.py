@@ -52,11 +52,12 @@ from actors.exceptions import (
 )
 from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
-from actors.loop._budget import BudgetGate, Ledger
+from actors.loop._budget import Ledger
 from actors.loop._children import ChildrenMixin
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
+from actors.loop._reservation import BudgetGate
 from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     _NO_USAGE,
@@ -440,7 +441,7 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
             agent_id=ctx.agent_id,
             output_schema=self._text_schema,
         )
-        if self._budget is not None:  # reserve the worst case, or send nothing (see _budget)
+        if self._budget is not None:  # reserve the worst case, or send nothing (see _reservation)
             reserved = self._budget.reserve(self.model, request, run.run_id, run.step)
             if isinstance(reserved, RunError):
                 run.awaiting_model = False

@@ -222,7 +222,7 @@ def test_a_failed_request_reports_nothing_spent_and_releases_its_reservation() -
 
 def test_a_growing_transcript_is_counted_as_if_read_whole_each_time() -> None:
     from actors import AgentContext, AssistantMessage, SystemMessage, ToolCall, UserMessage
-    from actors.loop._budget import BudgetGate, _messages_size
+    from actors.loop._reservation import BudgetGate, _messages_size
 
     gate = BudgetGate(Ledger(Budget(requests=10)), AgentContext("a"))
     messages: list[Any] = [SystemMessage(content="sys")]

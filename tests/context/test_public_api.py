@@ -27,7 +27,6 @@ NOT_REEXPORTED = {
     "actors.runtime._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
     "actors.loop._toolset.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
     "actors.loop._budget.Ledger": "a tree's budget ledger; the hosts make and restore it",
-    "actors.loop._budget.BudgetGate": "the agent loop's side of a ledger (its reservations)",
     "actors.loop._budget.Amount": "an amount of a ledger (events hold it as plain JSON)",
 }
 
