@@ -183,6 +183,8 @@ def check_payload(
                 raise PayloadError(f"'source' must be a string, got {data['source']!r}")
             return None, ContextUpdate.from_json(data.get("ops"))
         if event_type == "usage":
+            if "cost" in data:  # the log's costs are in budget events; a usage event has none
+                raise PayloadError("a usage event carries no 'cost' (budget events do)")
             Usage.model_validate(data)
         elif (shape := _SHAPES.get(event_type)) is not None:
             quick = _QUICK.get(event_type)

@@ -360,12 +360,15 @@ class AgentLoop(AnswerMixin, SuspensionMixin, ChildrenMixin, SequentialMixin, Pe
     def _run_usage(self) -> Usage:
         assert self._run is not None
         now, start = self.ctx.usage, self._run.start_usage
-        return usage_of(
+        usage = usage_of(
             now.requests - start.requests,
             now.input_tokens - start.input_tokens,
             now.output_tokens - start.output_tokens,
             now.tool_calls - start.tool_calls,
         )
+        if self._budget is not None:  # what its requests cost, as the budget priced them
+            return self._budget.priced(usage, self._run.run_id)
+        return usage
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
         if not self._counts_usage:

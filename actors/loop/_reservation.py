@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from actors.context._messages import AssistantMessage
 from actors.exceptions import BudgetExceeded, RunError, RunFailedError
 from actors.loop._budget import ZERO, Ledger
-from actors.models._prices import Rates, nano_at, price_of, rates_of
+from actors.models._prices import NANO, Rates, nano_at, price_of, rates_of
 
 if TYPE_CHECKING:
     from actors.context._agent_context import AgentContext
     from actors.context._messages import Message
+    from actors.context._usage import Usage
     from actors.loop._types import ModelReplied
     from actors.models._model import Model, ModelRequest, ModelSettings, ToolDefinition
 
@@ -66,7 +68,7 @@ class BudgetGate:
         ctx: The agent's context (where reservations and settlements are logged).
     """
 
-    __slots__ = ("_counted", "_rates", "_tools", "ctx", "ledger", "open")
+    __slots__ = ("_counted", "_rates", "_run_cost", "_tools", "_unpriced", "ctx", "ledger", "open")
 
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
@@ -77,6 +79,15 @@ class BudgetGate:
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
         self._counted: tuple[int, object, int] = (0, None, 0)
+        self._run_cost: tuple[str | None, int] = (None, 0)  # the latest run, its nano-dollars
+        self._unpriced = False  # a model of this agent has no price: its cost is unknown
+
+    def priced(self, usage: Usage, run_id: str) -> Usage:
+        """``usage`` of run ``run_id``, with what its priced replies cost (None: none priced)."""
+        cost_run, nano = self._run_cost
+        if cost_run != run_id or self._unpriced:
+            return usage
+        return usage.model_copy(update={"cost": Decimal(nano) / NANO})
 
     def settings(self, settings: ModelSettings) -> ModelSettings:
         """``settings`` with the bound a worst case needs.
@@ -132,7 +143,9 @@ class BudgetGate:
         price = self._price(model.name)
         if price is not None:
             nano = nano_at(price, input_tokens, output_tokens)
-        elif ledger.in_dollars:
+        else:
+            self._unpriced = True
+        if price is None and ledger.in_dollars:
             return RunFailedError(
                 f"agent {self.ctx.agent_id!r}: its budget is in dollars and model "
                 f"{model.name!r} has no known price; give it in Budget(prices={{...}}) or "
@@ -143,6 +156,8 @@ class BudgetGate:
         if problem is not None:
             return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
         self.open[run_id, step] = (amount, model.name)
+        if self._run_cost[0] != run_id:
+            self._run_cost = (run_id, 0)
         self.ctx._record(
             "budget_reserved",
             {
@@ -175,6 +190,8 @@ class BudgetGate:
                 price = self._price(model_name)
             if price is not None:
                 nano = nano_at(price, usage.input_tokens, usage.output_tokens)
+                if message.run_id == self._run_cost[0]:  # a late reply's run has ended
+                    self._run_cost = (message.run_id, self._run_cost[1] + nano)
             spent = (usage.requests, usage.input_tokens, usage.output_tokens, nano)
         self.ledger.settle(reserved, spent)
         self.ctx._record(

@@ -234,3 +234,28 @@ def test_a_growing_transcript_is_counted_as_if_read_whole_each_time() -> None:
         messages[0] = SystemMessage(content="sys" + "o" * i)  # the overlay may change
     shorter = messages[:5]  # a history processor's view: read again
     assert gate._transcript_size(shorter) == _messages_size(shorter)
+
+
+def test_tree_usage_reports_what_the_tree_cost_as_the_budget_priced_it() -> None:
+    prices = {
+        "scripted": Price(input=Decimal(1), output=Decimal(2)),
+        "w": Price(input=Decimal(3), output=Decimal(5)),
+    }
+    child_model = ScriptedModel(["a b c"], per_agent=True, name="w")
+    with Runtime(limits=WIDE) as rt:
+        ref = rt.spawn(_fan_out(3, child_model=child_model), budget=Budget(prices=prices))
+        result = ref.run("go")
+        ledger = rt._host.nodes[ref.agent_id].ledger
+    assert ledger is not None
+
+    def dollars(usage: Any, price: Price) -> Decimal:
+        return price.cost(usage.input_tokens, usage.output_tokens)
+
+    own = result.usage
+    assert own.cost == dollars(own, prices["scripted"])
+    assert result.tree_usage.cost == ledger.spent.usd
+    assert result.tree_usage.cost > own.cost
+    # Without a price there is no cost to report.
+    plain = SyncDriver(Agent("a", model=ScriptedModel(["ok"]), budget=Budget(requests=2)))
+    assert plain.run("hi").usage.cost is None
+    assert SyncDriver(Agent("a", model=ScriptedModel(["ok"]))).run("hi").usage.cost is None
