@@ -74,24 +74,31 @@ def test_what_providers_bill_never_passes_the_budget_across_a_sigkill(
     assert dollars <= BUDGET.usd
 
 
-def test_a_restored_session_goes_on_with_what_its_logs_say_was_spent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_restored_session_goes_on_with_what_its_logs_say_was_spent(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
     from actors import Agent, Budget
+    from actors.store import PostgresStore
     from actors.testing import ScriptedModel
 
     def spec() -> Agent[Any]:
         model = ScriptedModel(["one", "two", "three"], per_agent=True)
         return Agent("a", model=model, budget=Budget(requests=2))  # on the spec: not logged
 
-    with SQLiteStore(tmp_path / "s.sqlite") as store:
-        with Runtime() as runtime:
-            assert runtime.spawn(spec(), store=store, session_id="s").run("1").output == "one"
-        with Runtime() as runtime:
-            ref = runtime.restore("s", store=store, agents=[spec()])
-            assert ref.run("2").output == "two"
-        with Runtime() as runtime:
-            ref = runtime.restore("s", store=store, agents=[spec()])
-            with pytest.raises(BudgetExceeded, match="budget requests=2 has 0 left"):
-                ref.run("3")
+    def store() -> Any:
+        if kind == "postgres":
+            return PostgresStore(request.getfixturevalue("postgres_dsn"))
+        return SQLiteStore(tmp_path / "s.sqlite")
+
+    with store() as first, Runtime() as runtime:
+        assert runtime.spawn(spec(), store=first, session_id="s").run("1").output == "one"
+    with store() as second, Runtime() as runtime:
+        assert runtime.restore("s", store=second, agents=[spec()]).run("2").output == "two"
+    with store() as third, Runtime() as runtime:
+        ref = runtime.restore("s", store=third, agents=[spec()])
+        with pytest.raises(BudgetExceeded, match="budget requests=2 has 0 left"):
+            ref.run("3")
 
 
 def test_a_damaged_budget_event_is_refused_typed_when_the_log_is_read() -> None:
