@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from actors.context._messages import AssistantMessage
+from actors.context._usage import usage_of
 from actors.exceptions import BudgetExceeded, RunError, RunFailedError
 from actors.loop._budget import ZERO, Ledger
 from actors.models._prices import NANO, Rates, nano_at, price_of, rates_of
@@ -87,7 +88,10 @@ class BudgetGate:
         cost_run, nano = self._run_cost
         if cost_run != run_id or self._unpriced:
             return usage
-        return usage.model_copy(update={"cost": Decimal(nano) / NANO})
+        cost = Decimal(nano) / NANO
+        return usage_of(
+            usage.requests, usage.input_tokens, usage.output_tokens, usage.tool_calls, cost
+        )
 
     def settings(self, settings: ModelSettings) -> ModelSettings:
         """``settings`` with the bound a worst case needs.
