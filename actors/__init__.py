@@ -19,6 +19,7 @@ from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.host._face import HostFace, SessionHost
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
+from actors.loop._budget import Budget
 from actors.loop._compaction import Compaction
 from actors.loop._history import keep_last_turns
 from actors.loop._loop import TreeLimits
@@ -34,6 +35,7 @@ from actors.models._model import (
     StreamDelta,
     ToolDefinition,
 )
+from actors.models._prices import Price
 from actors.models._tokens import count_tokens
 from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._run_sync import run_sync
@@ -57,6 +59,7 @@ __all__ = [
     "AgentRef",
     "Answer",
     "AssistantMessage",
+    "Budget",
     "CancellationToken",
     "Compaction",
     "configure_logging",
@@ -78,6 +81,7 @@ __all__ = [
     "OutputValidator",
     "PeerSend",
     "Pending",
+    "Price",
     "Request",
     "run_sync",
     "RunContext",

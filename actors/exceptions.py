@@ -17,7 +17,8 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── LimitExceededError          a limit of the agent was hit
     │   │   ├── MaxIterationsExceeded
     │   │   ├── UsageLimitExceeded
-    │   │   └── ContextWindowExceeded   a request could not be made to fit the window
+    │   │   ├── ContextWindowExceeded   a request could not be made to fit the window
+    │   │   └── BudgetExceeded          a request's worst case did not fit the tree's Budget
     │   ├── ToolRetriesExceeded         a tool kept failing validation past its retry budget
     │   ├── OutputValidationError       the final answer never matched the output type
     │   ├── RunTimeoutError             the run outlived its timeout and was cancelled
@@ -60,6 +61,7 @@ __all__ = [
     "ActorsError",
     "AgentDefinitionError",
     "AgentStoppedError",
+    "BudgetExceeded",
     "CacheMissError",
     "Cancelled",
     "ContextTooLongError",
@@ -203,6 +205,15 @@ class ContextWindowExceeded(LimitExceededError):
 
     What must stay in view (the system message, pinned messages, the current turn) is more
     than the window holds. Raise the window, pin less, or shorten what the turn carries.
+    """
+
+
+class BudgetExceeded(LimitExceededError):
+    """A request's worst case did not fit what is left of the tree's `actors.Budget`.
+
+    Nothing was sent: the reservation is refused before the request. A child that hits it
+    ends its run with this error, which its parent's model receives as the child's error
+    result; the parent lives on (its own next request may be refused in turn).
     """
 
 

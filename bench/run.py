@@ -319,6 +319,14 @@ def render(results: dict[str, Any]) -> str:
         f"| fastest peer: {base} | {ratio(wide, wide_base)} | <= 1/3 of fastest peer "
         f"| {verdict(None if not wide or not wide_base else wide_base / wide >= 3)} |"
     )
+    budgeted, plain = get(ov, "run_budgeted_s"), get(ov, "run_plain_s")
+    lines.append(
+        f"| one run with a budget (each request reserved, priced, settled) "
+        f"| {time_or_error(ov, 'run_budgeted_s')} "
+        f"| the same run without {time_or_error(ov, 'run_plain_s')} "
+        f"| {ratio(budgeted, plain)} | <= 1.10x "
+        f"| {verdict(None if not budgeted or not plain else budgeted / plain <= 1.10)} |"
+    )
     wall = get(fan, "wall_s")
     children = get(fan, "children") or 1000
     lines.append(

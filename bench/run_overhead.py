@@ -17,8 +17,12 @@ Measures, in one process:
   run costs before any thread hop);
 - 100 runs at once: 100 agents spawned first, then ``run_async`` on all and wait for all;
   the figure is wall time / 100.
+- one run with a budget (a fresh agent per run, spawned with a dollar `Budget`: each of its
+  two requests is reserved, priced and settled), against the same run without, in alternating
+  blocks.
 
 Target (issue 3): one run <= 0.8 ms sequential. Target (issue 9): hop <= 1.5x raw ask.
+Target (issue 26): a budget adds <= 10 % to the per-run figure.
 """
 
 from __future__ import annotations
@@ -32,15 +36,23 @@ from typing import Any
 if not __package__:  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from decimal import Decimal
+
 import pykka
 
-from actors import Agent, Runtime, ToolCall
+from actors import Agent, Budget, Price, Runtime, ToolCall
 from actors.runtime._host import Query
 from actors.testing import ScriptedModel
 from bench._common import finish, fmt_time, median, parser
 
 RUN_TARGET = 0.8e-3
 HOP_TARGET = 1.5
+BUDGET_TARGET = 1.10
+BUDGET = Budget(
+    usd=Decimal(1_000_000),
+    requests=10**12,
+    prices={"scripted": Price(input=Decimal("0.15"), output=Decimal("0.60"))},
+)
 
 
 def echo(text: str) -> str:
@@ -204,6 +216,33 @@ def concurrent(width: int, rounds: int) -> dict[str, float]:
     return {"run": median(per_run), "spawn": median(spawn)}
 
 
+def budgeted(n: int, block: int = 50) -> dict[str, float]:
+    """A fresh agent per run, with and without a budget, in alternating blocks: medians."""
+    agent = spec()
+    clock = time.perf_counter
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    with Runtime() as runtime:
+        for i in range(min(50, n)):  # warm up both paths
+            runtime.spawn(agent, agent_id=f"warm-{i}", budget=BUDGET if i % 2 else None).run("go")
+        done = 0
+        while done < n:
+            for with_budget in (False, True):
+                for i in range(min(block, n - done)):
+                    ref = runtime.spawn(
+                        agent,
+                        agent_id=f"b{with_budget:d}-{done + i}",
+                        budget=BUDGET if with_budget else None,
+                    )
+                    began = clock()
+                    result = ref.run("go", timeout=30)
+                    samples[with_budget].append(clock() - began)
+                    ref.stop()
+            done += block
+        assert result.output == "done", result.output
+    plain, with_budget = median(samples[False]), median(samples[True])
+    return {"plain": plain, "budgeted": with_budget, "ratio": with_budget / plain}
+
+
 def measure(quick: bool, fraction: float = 1.0) -> dict[str, Any]:
     asks = 300 if quick else max(1_000, int(20_000 * fraction))
     runs = 30 if quick else max(100, int(2_000 * fraction))
@@ -218,6 +257,7 @@ def measure(quick: bool, fraction: float = 1.0) -> dict[str, Any]:
         inline = {"run": float("nan"), "make": float("nan"), "error": repr(exc)}
     reused = sequential_reused(min(runs, 200))
     wide = concurrent(width, rounds)
+    budget = budgeted(runs)
     return {
         "quick": quick,
         "fraction": fraction,
@@ -243,13 +283,21 @@ def measure(quick: bool, fraction: float = 1.0) -> dict[str, Any]:
         "run_concurrent_s": wide["run"],
         "spawn_concurrent_s": wide["spawn"],
         "concurrency": width,
-        "targets": {"run_s": RUN_TARGET, "hop_over_ask": HOP_TARGET},
+        "run_plain_s": budget["plain"],
+        "run_budgeted_s": budget["budgeted"],
+        "budget_over_plain": budget["ratio"],
+        "targets": {
+            "run_s": RUN_TARGET,
+            "hop_over_ask": HOP_TARGET,
+            "budget_over_plain": BUDGET_TARGET,
+        },
     }
 
 
 def report(r: dict[str, Any]) -> str:
     ok = "met" if r["run_fresh_s"] <= RUN_TARGET else "MISSED"
     hop_ok = "met" if r["hop_over_ask"] <= HOP_TARGET else "MISSED"
+    budget_ok = "met" if r["budget_over_plain"] <= BUDGET_TARGET else "MISSED"
     return "\n".join(
         [
             f"raw pykka ask            {fmt_time(r['raw_ask_s'])}",
@@ -266,6 +314,9 @@ def report(r: dict[str, Any]) -> str:
             f"second half {fmt_time(r['run_reused_second_half_s'])})",
             f"run, {r['concurrency']} at once          {fmt_time(r['run_concurrent_s'])} per run "
             f"(spawn {fmt_time(r['spawn_concurrent_s'])} per agent)",
+            f"run with a budget        {fmt_time(r['run_budgeted_s'])} "
+            f"vs {fmt_time(r['run_plain_s'])} without = {r['budget_over_plain']:.2f}x "
+            f"(target <= {BUDGET_TARGET:.2f}x: {budget_ok})",
         ]
     )
 

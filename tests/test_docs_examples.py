@@ -31,6 +31,7 @@ PAGES = [
     "docs/output.md",
     "docs/history.md",
     "docs/compaction.md",
+    "docs/budgets.md",
     "docs/fallback.md",
     "docs/testing.md",
     "docs/cli.md",

@@ -6,6 +6,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pydantic_core
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from actors import Agent, AgentContext, Request, RunResult, Usage
 from actors.cli._answers import describe_request
 from actors.cli._output import Output
+from actors.loop._budget import ZERO, budget_of, spend_of
 from actors.store import SessionStore
 
 __all__ = [
@@ -83,16 +85,50 @@ def _usage_cells(usage: Usage) -> list[object]:
 
 
 def print_usage(out: Output, store: SessionStore, session_id: str) -> None:
-    """Usage per agent of the session, as stored (every run of each agent), and the total."""
+    """Usage per agent of the session, as stored (every run of each agent), and the total.
+
+    A session under a budget also shows what each agent's requests cost (as priced by the
+    budget: settled at what providers reported, and a request whose reply never came at its
+    worst case), and the budget given at spawn.
+    """
     stored = store.load(session_id)
     rows: list[list[object]] = []
     total = Usage()
-    for agent in stored.agents:
-        usage = AgentContext.deserialize(agent.context).usage
+    contexts = [(a, AgentContext.deserialize(a.context)) for a in stored.agents]
+    priced = any(e.type in _BUDGET_EVENTS for _, ctx in contexts for e in ctx.events)
+    spent = ZERO
+    budget = None
+    for agent, ctx in contexts:
+        usage = ctx.usage
         total = total + usage
-        rows.append([agent.record.agent_id, agent.record.name, *_usage_cells(usage)])
-    rows.append(["total", "", *_usage_cells(total)])
-    out.table(["agent", "spec", "requests", "input tok", "output tok", "tool calls"], rows)
+        row = [agent.record.agent_id, agent.record.name, *_usage_cells(usage)]
+        if priced:
+            own = spend_of(ctx.events)
+            spent = spent.plus(own)
+            row.append(_dollars(own.usd))
+            if agent.record.agent_id == stored.root_agent_id:
+                budget = budget_of(ctx.events)
+        rows.append(row)
+    headers = ["agent", "spec", "requests", "input tok", "output tok", "tool calls"]
+    if priced:
+        headers.append("cost")
+        rows.append(["total", "", *_usage_cells(total), _dollars(spent.usd)])
+    else:
+        rows.append(["total", "", *_usage_cells(total)])
+    out.table(headers, rows)
+    if budget is not None:
+        caps = budget.model_dump(include={"usd", "requests", "input_tokens", "output_tokens"})
+        given = ", ".join(f"{k}={v}" for k, v in caps.items() if v is not None)
+        out.line(
+            f"budget ({given or 'no caps'}): spent {_dollars(spent.usd)}, {spent.requests} requests"
+        )
+
+
+_BUDGET_EVENTS = frozenset({"budget_set", "budget_reserved", "budget_settled"})
+
+
+def _dollars(amount: Decimal) -> str:
+    return f"${amount:.6f}".rstrip("0").rstrip(".") if amount else "$0"
 
 
 def print_metadata(out: Output, store: SessionStore, session_id: str) -> None:

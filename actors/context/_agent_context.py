@@ -179,6 +179,7 @@ class AgentContext:
         self._open_turn: str | None = None  # the run id of a turn started and not ended
         self._turn_seq = -1  # the seq of the last ``turn_start``
         self._turns = 0  # how many ``turn_start`` events
+        self._budgeted = False  # whether the log holds budget events (see `actors.Budget`)
         self._spawned: dict[str, dict[str, Any]] = {}  # child id -> its first spawn's data
         self._kept_ids: set[str] = set()  # children spawned with ``keep``
         self._kept_names: dict[str, str] = {}  # subagent name -> its latest kept child's id
@@ -489,6 +490,8 @@ class AgentContext:
             requests, tokens_in, tokens_out, calls = self._used
             self._used = (requests, tokens_in, tokens_out, calls + 1)
             self._usage = None
+        elif kind in _BUDGET_TYPES:
+            self._budgeted = True  # a restore reads this log for its ledger; others need not
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
@@ -1079,6 +1082,8 @@ def _message_of(data: Mapping[str, Any]) -> Message:
     return message_adapter.validate_python(data)
 
 
+_BUDGET_TYPES = frozenset({"budget_set", "budget_reserved", "budget_settled"})
+
 _FOLDED = SURFACE_TYPES | {
     "usage",
     "tool_call",
@@ -1093,5 +1098,8 @@ _FOLDED = SURFACE_TYPES | {
     "resumed",
     "message_sent",
     "message_received",
+    "budget_set",
+    "budget_reserved",
+    "budget_settled",
 }
 """The event types `_fold` projects (one branch each); every other event folds into nothing."""

@@ -97,6 +97,29 @@ class _Steered(_Payload):
     content: StrictStr
 
 
+class _Amount(_Payload):
+    requests: StrictInt = Field(ge=0)
+    input_tokens: StrictInt = Field(ge=0)
+    output_tokens: StrictInt = Field(ge=0)
+    nano_usd: StrictInt = Field(ge=0)
+
+
+class _BudgetSet(_Payload):
+    budget: dict[str, Any]
+
+
+class _BudgetReserved(_Amount):
+    run_id: StrictStr
+    step: StrictInt
+
+
+class _BudgetSettled(_Payload):
+    run_id: StrictStr
+    step: StrictInt
+    reserved: _Amount
+    spent: _Amount
+
+
 _SHAPES: dict[str, type[_Payload]] = {
     "turn_start": _RunScoped,
     "turn_end": _RunScoped,
@@ -109,6 +132,9 @@ _SHAPES: dict[str, type[_Payload]] = {
     "suspended": _Suspended,
     "resumed": _Resumed,
     "steered": _Steered,
+    "budget_set": _BudgetSet,
+    "budget_reserved": _BudgetReserved,
+    "budget_settled": _BudgetSettled,
 }
 
 
@@ -165,6 +191,8 @@ def check_payload(
                 raise PayloadError(f"'source' must be a string, got {data['source']!r}")
             return None, ContextUpdate.from_json(data.get("ops"))
         if event_type == "usage":
+            if "cost" in data:  # the log's costs are in budget events; a usage event has none
+                raise PayloadError("a usage event carries no 'cost' (budget events do)")
             Usage.model_validate(data)
         elif (shape := _SHAPES.get(event_type)) is not None:
             quick = _QUICK.get(event_type)

@@ -81,6 +81,7 @@ def take_snapshot(ctx: AgentContext) -> dict[str, Any]:
         "open_turn": ctx._open_turn,
         "turn_seq": ctx._turn_seq,
         "turns": ctx._turns,
+        "budgeted": ctx._budgeted,
         "spawned": json_copy(ctx._spawned, max_depth=MAX_WRAPPED_DEPTH),
         "kept_ids": sorted(ctx._kept_ids),
         "kept_names": dict(ctx._kept_names),
@@ -186,6 +187,7 @@ def _build(
     ctx._open_turn = _optional_str(snap["open_turn"])
     ctx._turn_seq = int(snap["turn_seq"])
     ctx._turns = int(snap["turns"])
+    ctx._budgeted = bool(snap.get("budgeted", True))  # an older snapshot: read the log to know
     ctx._spawned = spawned
     ctx._kept_ids = {str(i) for i in snap["kept_ids"]}
     ctx._kept_names = {str(k): str(v) for k, v in dict(snap["kept_names"]).items()}

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt
+from decimal import Decimal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from actors.context._unchecked import SetFields, unchecked
 
 
 class Usage(BaseModel):
-    """What a run consumed: model requests, tokens and tool calls.
+    """What a run consumed: model requests, tokens and tool calls, and what they cost.
 
     Usages add up with ``+``, so a run's usage is the sum of its steps' and a tree's is the sum
-    of its agents'.
+    of its agents'. ``cost`` is the requests' price in US dollars where a budget priced them
+    (see `actors.Budget`), and None where nothing did; it is left out of dumps when None.
 
     Example:
         >>> Usage(requests=1, input_tokens=10) + Usage(requests=1, output_tokens=3)
@@ -24,16 +27,21 @@ class Usage(BaseModel):
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
     tool_calls: NonNegativeInt = 0
+    cost: Decimal | None = Field(default=None, ge=0, exclude_if=lambda cost: cost is None)
 
     def __add__(self, other: object) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
+        cost, more = self.cost, other.cost
+        if more is not None:
+            cost = more if cost is None else cost + more
         # Both sides are valid usages, so the sum is too: skip validation on this hot path.
         return usage_of(
             self.requests + other.requests,
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.tool_calls + other.tool_calls,
+            cost,
         )
 
     @property
@@ -42,21 +50,29 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __repr__(self) -> str:
+        priced = "" if self.cost is None else f", cost={self.cost!r}"
         return (
             f"Usage(requests={self.requests}, input_tokens={self.input_tokens}, "
-            f"output_tokens={self.output_tokens}, tool_calls={self.tool_calls})"
+            f"output_tokens={self.output_tokens}, tool_calls={self.tool_calls}{priced})"
         )
 
 
 _FIELDS = SetFields(Usage.model_fields)
 
 
-def usage_of(requests: int, input_tokens: int, output_tokens: int, tool_calls: int) -> Usage:
+def usage_of(
+    requests: int,
+    input_tokens: int,
+    output_tokens: int,
+    tool_calls: int,
+    cost: Decimal | None = None,
+) -> Usage:
     """A `Usage` from counts the caller knows are valid (sums, differences): no validation."""
     values = {
         "requests": requests,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "tool_calls": tool_calls,
+        "cost": cost,
     }
     return unchecked(Usage, values, _FIELDS)

@@ -20,6 +20,7 @@ from actors._text import id_problem
 from actors.context._messages import Message
 from actors.context._run_context import RunContext
 from actors.exceptions import AgentDefinitionError
+from actors.loop._budget import Budget
 from actors.loop._instructions import Instructions, InstructionsFunction, instructions_function
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._tools import Tool
@@ -143,6 +144,9 @@ class Agent(Generic[OutputT]):
             validated; a failure goes back to the model as a retry.
         max_iterations: Model requests per run before `MaxIterationsExceeded`.
         usage_limits: Caps per run, checked before each request and after each reply.
+        budget: What this agent and all its descendants may spend together, across runs
+            (inside any budget above it): each request reserves its worst case first, and one
+            that does not fit fails its run with `BudgetExceeded`. See the budgets guide.
         tool_timeout: Default seconds per tool call (None: no limit).
         model_timeout: Seconds per model request, retries included (None: no limit).
         model_settings: Settings sent with every request.
@@ -191,6 +195,7 @@ class Agent(Generic[OutputT]):
     on_message: Literal["run", "queue"] = "run"
     context_window: int | None = None
     compaction: Compaction | None = None
+    budget: Budget | None = None
     _instructions_fn: InstructionsFunction | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -264,6 +269,11 @@ class Agent(Generic[OutputT]):
             raise AgentDefinitionError(
                 f"agent {self.name!r}: usage_limits must be a UsageLimits, "
                 f"got {type(self.usage_limits).__name__}"
+            )
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise AgentDefinitionError(
+                f"agent {self.name!r}: budget must be a Budget or None, "
+                f"got {type(self.budget).__name__}"
             )
         structured = self.output_type is not None and self.output_type is not str
         if structured:

@@ -70,7 +70,11 @@ class ChildrenMixin(_LoopCore):
         if self._run is not None and child_id in self._run.delegated:
             self._run.delegated.discard(child_id)
             self._run.children_usage = self._run.children_usage + usage
-        data: dict[str, Any] = {"child_id": child_id, "status": status, "usage": usage.model_dump()}
+        data: dict[str, Any] = {
+            "child_id": child_id,
+            "status": status,
+            "usage": usage.model_dump(mode="json"),
+        }
         if error is not None:
             data["error"] = error
         self.ctx._record("subagent_finished", data)
@@ -194,7 +198,7 @@ class ChildrenMixin(_LoopCore):
         note: dict[str, Any] = {
             "child_id": message.child_id,
             "status": status,
-            "usage": message.tree_usage.model_dump(),
+            "usage": message.tree_usage.model_dump(mode="json"),
         }
         if message.error is not None:
             note["error"] = f"{type(message.error).__name__}: {message.error}"

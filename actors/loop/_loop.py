@@ -39,6 +39,7 @@ from actors.context._update import ContextUpdate
 from actors.context._usage import Usage, usage_of
 from actors.exceptions import (
     ActorsError,
+    BudgetExceeded,
     InvalidUpdateError,
     MaxIterationsExceeded,
     ModelFallbackError,
@@ -51,12 +52,14 @@ from actors.exceptions import (
 )
 from actors.loop._agent import Agent, UsageLimits
 from actors.loop._answer import AnswerMixin
+from actors.loop._budget import Ledger
 from actors.loop._children import ChildrenMixin
 from actors.loop._compacting import CompactionMixin
 from actors.loop._compactor import Compactor
 from actors.loop._history import apply_history_processors
 from actors.loop._output import FINAL_RESULT_TOOL, OutputSchema
 from actors.loop._peers import PeerDirectory, PeersMixin, sends_of
+from actors.loop._reservation import BudgetGate
 from actors.loop._sequential import SequentialMixin, clashing_sets, warn_clashing_sets
 from actors.loop._state import (
     _NO_USAGE,
@@ -119,6 +122,7 @@ class AgentLoop(
             read (never waited for) at each step.
         peer_exists: Whether the host knows an agent of an id (peer messages go only to
             agents it knows); None refuses every peer message.
+        budget: The ledger of the agent's budget (its tree's, or its own), or None.
     """
 
     def __init__(
@@ -133,8 +137,14 @@ class AgentLoop(
         approval_handler: bool = False,
         toolsets: ToolsetHost | None = None,
         peer_exists: PeerDirectory | None = None,
+        budget: Ledger | None = None,
     ) -> None:
         self.spec = spec
+        self._budget = BudgetGate(budget, context) if budget is not None else None
+        # What each request is sent with: a budget may add the max_tokens its worst case needs.
+        self._settings = (
+            self._budget.settings(spec.model_settings) if self._budget else spec.model_settings
+        )
         self.approval_handler = approval_handler
         self.peer_exists = peer_exists
         self._outbox = []
@@ -243,6 +253,16 @@ class AgentLoop(
         """A deterministic id for the next run of this agent."""
         return f"{self.ctx.agent_id}-run-{self._runs + 1}"
 
+    @property
+    def budgeted(self) -> bool:
+        """Whether the agent's requests reserve on a budget (their reservations are logged)."""
+        return self._budget is not None
+
+    def unsent(self, effect: CallModel) -> None:
+        """The host will not send ``effect`` (it ends the run instead): release its reservation."""
+        if self._budget is not None:
+            self._budget.settle(ModelReplied(effect.run_id, effect.step))
+
     def fail_now(self, error: RunError) -> list[Effect]:
         """End the run in progress with ``error`` (used by a host that hit a fault)."""
         return self._fail(error, reason="error")
@@ -340,12 +360,15 @@ class AgentLoop(
     def _run_usage(self) -> Usage:
         assert self._run is not None
         now, start = self.ctx.usage, self._run.start_usage
-        return usage_of(
+        usage = usage_of(
             now.requests - start.requests,
             now.input_tokens - start.input_tokens,
             now.output_tokens - start.output_tokens,
             now.tool_calls - start.tool_calls,
         )
+        if self._budget is not None:  # what its requests cost, as the budget priced them
+            return self._budget.priced(usage, self._run.run_id)
+        return usage
 
     def _usage_problem(self, *, before_request: bool = False, new_calls: int = 0) -> str | None:
         if not self._counts_usage:
@@ -403,7 +426,7 @@ class AgentLoop(
         request = ModelRequest(
             messages=messages,
             tools=self._definitions,
-            settings=self.spec.model_settings,
+            settings=self._settings,
             cancellation=run.token,
             agent_id=ctx.agent_id,
             output_schema=self._text_schema,
@@ -418,7 +441,7 @@ class AgentLoop(
         ctx._record("step_start", {"iteration": iteration + 1, "step": run.step})
         header: dict[str, Any] = {
             "model": self.model.name,
-            "settings": dict(self.spec.model_settings),
+            "settings": dict(self._settings),
         }
         if self.spec.history_processors:
             header["history"] = {"sent": len(messages), "of": ctx.message_count}
@@ -426,6 +449,15 @@ class AgentLoop(
             header["tokens"] = self._compactor.last_estimate  # calibrates a restored agent
         ctx._record("request_header", header)
         run.awaiting_model = True
+        if self._budget is not None:  # reserve the worst case, or send nothing (see _reservation)
+            reserved = self._budget.reserve(self.model, request, run.run_id, run.step)
+            if isinstance(reserved, RunError):
+                run.awaiting_model = False
+                ctx._record("step_end", {"step": run.step, "error": type(reserved).__name__})
+                return self._fail(
+                    reserved, "limit" if type(reserved) is BudgetExceeded else "error"
+                )
+            request = reserved
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
 
     def _request_context(self) -> RunContext[Any]:
@@ -451,6 +483,8 @@ class AgentLoop(
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         if message.step < 0:
             return self._on_summary(message)
+        if self._budget is not None:  # even a late reply settles what its request reserved
+            self._budget.settle(message)
         run = self._run
         if run is None or message.run_id != run.run_id or message.step != run.step:
             self.log.debug("late model reply discarded", step=message.step)

@@ -207,8 +207,7 @@ class HTTPModel(TokenCounting, ABC):
     async def aclose(self) -> None:
         """Give back this model's lease on the shared clients (a client passed in stays open).
 
-        The last model to give its lease back closes the clients. The model stays usable: the
-        next request takes a new lease.
+        The last lease given back closes the clients; the next request takes a new lease.
         """
         await self._lease.give_back()
 

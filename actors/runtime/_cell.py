@@ -251,12 +251,21 @@ class AgentCell:
 
     def _store_failed(self, effects: list[Effect]) -> list[Effect]:
         """The store refused this step's events: start no tool or child whose call is unwritten."""
-        if not any(isinstance(e, CallTool | RunChild | ResumeChild | SendMessage) for e in effects):
+        # A budgeted request too: its reservation must be durable before it is sent, or a
+        # crash would forget what the provider may charge for it.
+        started: tuple[type[Effect], ...] = (CallTool, RunChild, ResumeChild, SendMessage)
+        if self.loop.budgeted:
+            started = (*started, CallModel)
+        if not any(isinstance(e, started) for e in effects):
             return effects
         error = RunFailedError(
             f"agent {self.node.agent_id!r}: the session store could not write this "
-            "step's events, so its tools, subagents and messages were not started; see the log"
+            "step's events, so its tools, subagents, messages (and budgeted model requests) "
+            "were not started; see the log"
         )
+        for effect in effects:
+            if isinstance(effect, CallModel):  # never sent: its reservation is released
+                self.loop.unsent(effect)
         try:
             return self.loop.fail_now(error)
         except Exception:

@@ -26,6 +26,7 @@ from actors.context._event_log import consumers_changed
 from actors.context._events import Clock, Event
 from actors.exceptions import AgentStoppedError, UserError
 from actors.loop._agent import Agent, Subagent
+from actors.loop._budget import Budget
 from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._toolset_host import ToolsetHost
@@ -272,6 +273,7 @@ class LocalHost(Orchestration):
         session_id: str | None,
         approval_handler: ApprovalHandler | None,
         new_session: bool = False,
+        budget: Budget | None = None,
     ) -> AgentNode:
         """Start a root agent under a reserved id.
 
@@ -285,6 +287,7 @@ class LocalHost(Orchestration):
             self.clock,
             store=store,
             approval_handler=approval_handler,
+            budget=budget,
         )
         tree = node.tree
         if store is not None:

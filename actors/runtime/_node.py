@@ -14,6 +14,7 @@ from actors.context._event_log import consumers_changed, publishing
 from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget, Ledger, ledger_for
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
 from actors.runtime._observer import installed, notify_event
@@ -153,6 +154,8 @@ class AgentNode:
     announced: set[str] | None = field(default=None, repr=False)
     # The seq of the last event its store's snapshot folded (-1: none that fits the log).
     snapshot_seq: int = field(default=-1, repr=False)
+    # The ledger its requests reserve against: its tree's budget, or its own inside it.
+    ledger: Ledger | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -323,6 +326,7 @@ def new_loop(
         approval_handler=node.approval_handler is not None,
         toolsets=toolsets,
         peer_exists=peer_exists,
+        budget=node.ledger,
     )
 
 
@@ -335,8 +339,12 @@ def new_root(
     *,
     store: SessionStore | None = None,
     approval_handler: ApprovalHandler | None = None,
+    budget: Budget | None = None,
 ) -> tuple[AgentNode, AgentContext]:
-    """A root agent's record, its own tree and its fresh context, on any host."""
+    """A root agent's record, its own tree and its fresh context, on any host.
+
+    A ``budget`` given at spawn is logged (``budget_set``), so a restore knows it.
+    """
     context = AgentContext(
         agent_id,
         name=spec.name,
@@ -344,8 +352,12 @@ def new_root(
         max_iterations=spec.max_iterations,
         clock=clock,
     )
+    if budget is not None:
+        context._record("budget_set", {"budget": budget.model_dump(mode="json")})
     tree = Tree(agent_id, store=store, approval_handler=approval_handler)
-    return AgentNode(agent_id, spec.name, None, 0, spec, tool_context, tree), context
+    node = AgentNode(agent_id, spec.name, None, 0, spec, tool_context, tree)
+    node.ledger = ledger_for(ledger_for(None, budget), spec.budget)
+    return node, context
 
 
 def new_child(
@@ -379,6 +391,7 @@ def new_child(
         parent.tree,
         path=(*parent.path, child_id),
         position=parent.tree.next_position(),
+        ledger=ledger_for(parent.ledger, spec.budget),
     )
     node.buffer.extend(context.events)
     return node, context

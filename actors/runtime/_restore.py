@@ -19,6 +19,7 @@ from actors.exceptions import (
     UserError,
 )
 from actors.loop._agent import Agent, Subagent
+from actors.loop._budget import budget_of, ledger_for, spend_of
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, open_turn_start, recover
@@ -211,6 +212,7 @@ def _restore(
             "damaged"
         )
     tree.next_position(after=max((e.record.position for e in stored.agents), default=0))
+    _restore_ledgers(nodes, contexts)
 
     # Bottom-up: which agents wait legitimately (own suspension, or a call parked on a child
     # that waits), and what each waiting child has open.
@@ -343,6 +345,24 @@ def _context_of(
     # It does not fit (logged at debug by from_snapshot): the whole log, as without one.
     blob = {**entry.context, "events": store.read_events(session_id, agent_id)}
     return AgentContext.deserialize(blob, clock=clock), -1
+
+
+def _restore_ledgers(nodes: Mapping[str, AgentNode], contexts: Mapping[str, AgentContext]) -> None:
+    """Rebuild the tree's budget ledgers from its logs (parents come before children).
+
+    Every reservation logged and never settled counts as spent: its request may have been
+    sent before the crash, and the provider may have charged for it.
+    """
+    for agent_id, node in nodes.items():
+        parent = nodes.get(node.parent_id) if node.parent_id else None
+        ctx = contexts[agent_id]
+        # A log without budget events (the fold knows, a snapshot too) is not read: waking
+        # from a snapshot stays as cheap as it is without budgets.
+        spawned = budget_of(ctx.events) if parent is None and ctx._budgeted else None
+        outer = parent.ledger if parent is not None else ledger_for(None, spawned)
+        node.ledger = ledger_for(outer, node.spec.budget)
+        if node.ledger is not None and ctx._budgeted:
+            node.ledger.charge(spend_of(ctx.events))
 
 
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:

@@ -12,6 +12,7 @@ from actors.context._events import Clock, system_clock
 from actors.context._json import plain_metadata
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget, check_budget
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
@@ -179,6 +180,7 @@ class Runtime:
         store: SessionStore | None = None,
         session_id: str | None = None,
         approval_handler: ApprovalHandler | None = None,
+        budget: Budget | None = None,
     ) -> AgentRef[OutputT]:
         """Start a root agent for ``agent`` and return a handle to it.
 
@@ -195,6 +197,8 @@ class Runtime:
                 ``requires_approval`` anywhere in the tree (instead of surfacing an approval
                 request to the host). Takes the `Request`, returns an `Answer` or a bool; runs
                 on a tool thread. A handler that raises denies.
+            budget: What the agent and all its descendants may spend together (see
+                `Budget`); logged, so a restore of the session keeps it.
 
         Raises:
             UserError: the runtime is shut down, the metadata is not plain JSON, the session
@@ -217,6 +221,7 @@ class Runtime:
                 store=store,
                 session_id=session_id,
                 approval_handler=approval_handler,
+                budget=budget,
             )
 
     def _spawn(
@@ -230,6 +235,7 @@ class Runtime:
         session_id: str | None,
         approval_handler: ApprovalHandler | None,
         new_session: bool = False,
+        budget: Budget | None = None,
     ) -> AgentRef[OutputT]:
         host = self._host
         if host.closing:
@@ -257,6 +263,7 @@ class Runtime:
             session_id=session_id,
             approval_handler=approval_handler,
             new_session=new_session,
+            budget=check_budget(budget),
         )
         ref: AgentRef[OutputT] = AgentRef.of(host, node)
         return ref

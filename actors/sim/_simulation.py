@@ -14,6 +14,7 @@ from actors._text import clean_json, is_clean
 from actors.context._events import Event
 from actors.exceptions import UserError
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget, check_budget
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.models._test_models import seed_call_ids
@@ -209,6 +210,7 @@ class Simulation:
         agent_id: str | None = None,
         tool_context: Any = None,
         metadata: Mapping[str, Any] | None = None,
+        budget: Budget | None = None,
     ) -> SimRef[OutputT]:
         """Start a root agent; returns its handle (the `AgentRef` API, on virtual time).
 
@@ -217,6 +219,7 @@ class Simulation:
             agent_id: Its id; by default the spec's name, then ``name-2``, ``name-3``...
             tool_context: The static channel (the world, typically).
             metadata: The initial metadata (plain JSON).
+            budget: What the agent and its descendants may spend together (see `Budget`).
 
         Raises:
             UserError: the id is taken, or the arguments cannot be used.
@@ -225,7 +228,9 @@ class Simulation:
             raise UserError(f"spawn() takes an Agent spec, got {type(agent).__name__}")
         agent_id = self._unique_id(agent.name if agent_id is None else agent_id, agent_id)
         host = self._host
-        node, context = new_root(agent_id, agent, metadata, tool_context, host.stamp)
+        node, context = new_root(
+            agent_id, agent, metadata, tool_context, host.stamp, budget=check_budget(budget)
+        )
         host.add(node, context)
         return SimRef._new(host, agent_id, name=agent.name, tree=node.tree)  # type: ignore[arg-type]
 

@@ -26,6 +26,8 @@ NOT_REEXPORTED = {
     "actors.runtime._stream.TreeStream": "the queue behind run_stream; users iterate it",
     "actors.runtime._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
     "actors.loop._toolset_host.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
+    "actors.loop._budget.Ledger": "a tree's budget ledger; the hosts make and restore it",
+    "actors.loop._budget.Amount": "an amount of a ledger (events hold it as plain JSON)",
 }
 
 CONTEXT_MODULES = sorted(p.stem for p in (PACKAGE / "context").glob("_*.py"))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import doctest
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
@@ -61,7 +62,16 @@ def test_negative_counts_are_rejected(field: str) -> None:
 
 def test_unknown_fields_are_rejected() -> None:
     with pytest.raises(ValidationError, match="extra"):
-        Usage(cost=3)  # type: ignore[call-arg]
+        Usage(price=3)  # type: ignore[call-arg]
+
+
+def test_costs_add_where_known_and_stay_out_of_dumps_where_not() -> None:
+    priced = Usage(requests=1, cost=Decimal("0.25"))
+    assert (priced + Usage(requests=1)).cost == Decimal("0.25")
+    assert (priced + priced).cost == Decimal("0.5")
+    assert (Usage() + Usage()).cost is None
+    assert "cost" not in Usage(requests=1).model_dump()
+    assert priced.model_dump(mode="json")["cost"] == "0.25"
 
 
 @settings(max_examples=50, deadline=None)

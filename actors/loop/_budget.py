@@ -1,0 +1,275 @@
+"""Budgets for a tree: a ledger every agent of the tree reserves against before a request.
+
+A `Budget` given at spawn (``runtime.spawn(agent, budget=...)``) or on an `Agent` covers the
+agent and every descendant. Before each model request the loop reserves the request's worst
+case (its counted input, its ``max_tokens`` out, at the model's price) on the `Ledger` the
+host gave it; a reservation that does not fit fails the run with `BudgetExceeded` and nothing
+is sent. The reply settles the reservation at what the provider reported. Both are logged
+(``budget_reserved``, ``budget_settled``), so a restore rebuilds the ledger from the tree's
+logs and counts a reservation whose reply never came as spent: what providers report never
+passes the budget, whatever crashed.
+
+The loop's side (one agent's reservations, the input estimate) is `actors.loop._reservation`;
+hosts make the ledgers here (`ledger_for`) and rebuild them on restore (`spend_of`,
+`budget_of`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
+
+from actors.exceptions import SerializationError, UserError
+from actors.models._prices import NANO, Price
+
+if TYPE_CHECKING:
+    from actors.context._events import Event
+
+__all__ = [
+    "ZERO",
+    "Amount",
+    "Budget",
+    "Ledger",
+    "budget_of",
+    "check_budget",
+    "ledger_for",
+    "spend_of",
+]
+
+
+class Budget(BaseModel):
+    """What a tree of agents may spend, all of it together; None means no cap.
+
+    Given at spawn (``runtime.spawn(agent, budget=...)``) or on an `Agent` (then it covers that
+    agent and its descendants, inside any budget above it), it holds across every descendant.
+    Each request reserves its worst case first; one that does not fit fails its run with
+    `actors.exceptions.BudgetExceeded`, and nothing is sent.
+
+    Attributes:
+        usd: US dollars, priced by ``prices`` or by ``genai-prices`` (``actors[prices]``).
+        input_tokens: Input tokens, as providers report them.
+        output_tokens: Output tokens.
+        requests: Model requests.
+        prices: Prices by model name (``"openai:gpt-4o-mini"`` or ``"gpt-4o-mini"``); they
+            win over ``genai-prices``.
+        max_tokens: The output worst case of a request whose settings give no ``max_tokens``,
+            when the budget caps ``usd`` or ``output_tokens``: such a request is sent with it
+            as its ``max_tokens``, so the worst case holds.
+
+    Example:
+        >>> Budget(usd=2, requests=100).requests
+        100
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    usd: Decimal | None = Field(default=None, ge=0)
+    input_tokens: NonNegativeInt | None = None
+    output_tokens: NonNegativeInt | None = None
+    requests: NonNegativeInt | None = None
+    prices: dict[str, Price] = Field(default_factory=dict)
+    max_tokens: PositiveInt = 4096
+
+
+class Amount(NamedTuple):
+    """An amount of a budget: requests, tokens in and out, and money in nano-dollars."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    nano_usd: int = 0
+
+    def plus(self, other: Amount) -> Amount:
+        """This amount and ``other`` (``+`` would join the tuples)."""
+        return Amount(
+            self.requests + other.requests,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.nano_usd + other.nano_usd,
+        )
+
+    def minus(self, other: Amount) -> Amount:
+        """This amount less ``other``."""
+        return Amount(
+            self.requests - other.requests,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.nano_usd - other.nano_usd,
+        )
+
+    @property
+    def usd(self) -> Decimal:
+        """The money, in dollars."""
+        return Decimal(self.nano_usd) / NANO
+
+    def to_json(self) -> dict[str, int]:
+        """The amount as a logged event's data."""
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, data: Any) -> Amount:
+        """The amount a logged event holds (missing fields are 0)."""
+        if not isinstance(data, dict):
+            return ZERO
+        return cls(*(int(data.get(name, 0)) for name in cls._fields))
+
+
+ZERO = Amount()
+_NAMES = ("requests", "input_tokens", "output_tokens", "usd")
+
+
+class Ledger:
+    """What a tree (or a subtree with a budget of its own) has spent and holds reserved.
+
+    Shared by every agent under it in one process; a nested ledger reserves in its parents
+    too, all or nothing, under the one lock of its root. Amounts are (requests, input tokens,
+    output tokens, nano-dollars), as in `Amount`.
+    """
+
+    __slots__ = (
+        "_caps",
+        "_chain",
+        "_reserved",
+        "_spent",
+        "bounds_reply",
+        "budget",
+        "in_dollars",
+        "lock",
+        "parent",
+        "prices",
+    )
+
+    def __init__(self, budget: Budget, parent: Ledger | None = None) -> None:
+        self.budget = budget
+        self.parent = parent
+        self.lock: threading.Lock = parent.lock if parent is not None else threading.Lock()
+        # Counters changed in place under the lock (a hot path: two changes per request).
+        self._spent = [0, 0, 0, 0]
+        self._reserved = [0, 0, 0, 0]
+        usd = None if budget.usd is None else int(budget.usd * NANO)
+        self._caps = (budget.requests, budget.input_tokens, budget.output_tokens, usd)
+        self._chain: tuple[Ledger, ...] = (self, *(parent._chain if parent else ()))
+        # The nearest budget's price of a model wins.
+        self.prices: dict[str, Price] = {**(parent.prices if parent else {}), **budget.prices}
+        # Known once (a chain never changes): whether any budget of it caps money, and whether
+        # a request's reply needs a bound (money or output tokens are capped).
+        self.in_dollars: bool = usd is not None or (parent is not None and parent.in_dollars)
+        self.bounds_reply: bool = (
+            self.in_dollars
+            or budget.output_tokens is not None
+            or (parent is not None and parent.bounds_reply)
+        )
+
+    @property
+    def spent(self) -> Amount:
+        """What the requests under this ledger were reported to spend (or held when lost)."""
+        return Amount(*self._spent)
+
+    @property
+    def reserved(self) -> Amount:
+        """What requests in flight under this ledger hold."""
+        return Amount(*self._reserved)
+
+    def chain(self) -> Iterator[Ledger]:
+        """This ledger, then the ones it nests in, up to the tree's."""
+        return iter(self._chain)
+
+    def reserve(self, amount: tuple[int, int, int, int]) -> str | None:
+        """Hold ``amount`` in every ledger of the chain, or none; a refusal says why."""
+        with self.lock:
+            for ledger in self._chain:
+                caps, spent, held = ledger._caps, ledger._spent, ledger._reserved
+                for index in (0, 1, 2, 3):
+                    cap = caps[index]
+                    if cap is not None and spent[index] + held[index] + amount[index] > cap:
+                        return ledger._refusal(index, amount)
+            for ledger in self._chain:
+                held = ledger._reserved
+                held[0] += amount[0]
+                held[1] += amount[1]
+                held[2] += amount[2]
+                held[3] += amount[3]
+        return None
+
+    def settle(self, reserved: tuple[int, ...], spent: tuple[int, ...]) -> None:
+        """A reservation ended: release it, and count what was really spent."""
+        with self.lock:
+            for ledger in self._chain:
+                held, used = ledger._reserved, ledger._spent
+                for index in (0, 1, 2, 3):
+                    held[index] -= reserved[index]
+                    used[index] += spent[index]
+
+    def charge(self, spent: tuple[int, ...]) -> None:
+        """Count ``spent`` (a restore, from the logs) in every ledger of the chain."""
+        self.settle(ZERO, spent)
+
+    def _refusal(self, index: int, amount: tuple[int, ...]) -> str:
+        left = self._caps[index]
+        assert left is not None
+        left -= self._spent[index] + self._reserved[index]
+        if index == 3:
+            return (
+                f"budget usd={self.budget.usd} has ${Decimal(left) / NANO} left, and this "
+                f"request may cost up to ${Decimal(amount[3]) / NANO}"
+            )
+        return (
+            f"budget {_NAMES[index]}={self._caps[index]} has {left} left, and this request "
+            f"needs up to {amount[index]}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<Ledger spent={tuple(self._spent)} reserved={tuple(self._reserved)}>"
+
+
+def check_budget(budget: object) -> Budget | None:
+    """``budget`` if it is a `Budget` or None; a `UserError` saying what it was otherwise."""
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise UserError(
+        f"budget must be a Budget (e.g. Budget(usd=5)) or None, got {type(budget).__name__}"
+    )
+
+
+def ledger_for(parent: Ledger | None, budget: Budget | None) -> Ledger | None:
+    """The ledger of an agent: its parent's, nested under a budget of its own if it has one."""
+    if budget is None:
+        return parent
+    return Ledger(budget, parent)
+
+
+def spend_of(events: Iterable[Event]) -> Amount:
+    """What one agent's log says it spent, counting a reservation never settled as spent."""
+    total = ZERO
+    for event in events:
+        if event.type == "budget_reserved":
+            total = total.plus(Amount.from_json(event.data))
+        elif event.type == "budget_settled":
+            data = event.data
+            total = total.plus(Amount.from_json(data.get("spent"))).minus(
+                Amount.from_json(data.get("reserved"))
+            )
+    return total
+
+
+def budget_of(events: Iterable[Event]) -> Budget | None:
+    """The budget a root was spawned with, as its log holds it (``budget_set``), or None.
+
+    Raises:
+        SerializationError: the log's budget cannot be read (the log is damaged).
+    """
+    found: Budget | None = None
+    for event in events:
+        if event.type == "budget_set":
+            try:
+                found = Budget.model_validate(event.data["budget"])
+            except ValidationError as exc:
+                raise SerializationError(
+                    f"event {event.seq} (budget_set) holds no budget that can be read: "
+                    f"{exc.errors()[0].get('msg')}"
+                ) from None
+    return found

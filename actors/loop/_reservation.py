@@ -1,0 +1,219 @@
+"""One agent's reservations on its budget's ledger: what the loop calls before and after a request.
+
+Before each model request `BudgetGate.reserve` counts the request's worst case (its input, as
+estimated here, and its ``max_tokens`` of output, at the model's price), holds it on the
+`Ledger` (or refuses: `BudgetExceeded`, and nothing is sent), and logs it
+(``budget_reserved``); `BudgetGate.settle` releases it at what the reply reported
+(``budget_settled``). See `actors.loop._budget` for the budget and its ledger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from actors.context._messages import AssistantMessage
+from actors.context._usage import usage_of
+from actors.exceptions import BudgetExceeded, RunError, RunFailedError
+from actors.loop._budget import ZERO, Ledger
+from actors.models._prices import NANO, Rates, nano_at, price_of, rates_of
+
+if TYPE_CHECKING:
+    from actors.context._agent_context import AgentContext
+    from actors.context._messages import Message
+    from actors.context._usage import Usage
+    from actors.loop._types import ModelReplied
+    from actors.models._model import Model, ModelRequest, ModelSettings, ToolDefinition
+
+__all__ = ["BudgetGate", "estimate_input_tokens", "tools_size"]
+
+
+def estimate_input_tokens(model: Model, request: ModelRequest) -> int:
+    """The input tokens a request is reserved at, before it is sent.
+
+    For now an estimate: a token per four characters of what the request carries (texts,
+    tool calls' arguments, tool definitions), with an allowance per message for its framing.
+    This is the one place to switch to the model's own count once models count tokens.
+    """
+    del model  # the model will count its own requests; the estimate does not need it
+    return (_messages_size(request.messages) + tools_size(request.tools)) // 4 + 1
+
+
+def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> int:
+    size = 0
+    for index in range(start, len(messages) if stop is None else stop):
+        message = messages[index]
+        size += len(message.content) + _FRAMING
+        # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                size += len(call.name) + len(str(call.arguments)) + _FRAMING
+    return size
+
+
+def tools_size(tools: Sequence[ToolDefinition]) -> int:
+    """The characters of the tool definitions a request carries (their names, texts, schemas)."""
+    return sum(len(t.name) + len(t.description) + len(str(t.parameters)) + _FRAMING for t in tools)
+
+
+_FRAMING = 16  # characters a message or a tool costs besides its text (role, ids, quotes)
+
+
+class BudgetGate:
+    """One agent's side of its tree's ledger: its open reservations, and their events.
+
+    Args:
+        ledger: The ledger the agent reserves against.
+        ctx: The agent's context (where reservations and settlements are logged).
+    """
+
+    __slots__ = ("_counted", "_rates", "_run_cost", "_tools", "_unpriced", "ctx", "ledger", "open")
+
+    def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
+        self.ledger = ledger
+        self.ctx = ctx
+        # (run, step) of each request in flight: what it reserved, and its model's name
+        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
+        self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
+        self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
+        # How many messages the last request had, its last one, and their size in characters
+        self._counted: tuple[int, object, int] = (0, None, 0)
+        self._run_cost: tuple[str | None, int] = (None, 0)  # the latest run, its nano-dollars
+        self._unpriced = False  # a model of this agent has no price: its cost is unknown
+
+    def priced(self, usage: Usage, run_id: str) -> Usage:
+        """``usage`` of run ``run_id``, with what its priced replies cost (None: none priced)."""
+        cost_run, nano = self._run_cost
+        if cost_run != run_id or self._unpriced:
+            return usage
+        cost = Decimal(nano) / NANO
+        return usage_of(
+            usage.requests, usage.input_tokens, usage.output_tokens, usage.tool_calls, cost
+        )
+
+    def settings(self, settings: ModelSettings) -> ModelSettings:
+        """``settings`` with the bound a worst case needs.
+
+        Without a cap on the reply there is no worst case, so a budget that caps money or
+        output tokens sends its own ``max_tokens`` when the settings give none.
+        """
+        if "max_tokens" in settings or not self.ledger.bounds_reply:
+            return settings
+        return {**settings, "max_tokens": self.ledger.budget.max_tokens}
+
+    def _transcript_size(self, messages: Sequence[Message]) -> int:
+        # A transcript grows at its end: the part the last request had is counted once (a
+        # long session's request is not read whole each time). The first message is counted
+        # every time (the instructions overlay joins it), and a transcript that changed before
+        # its end (a history processor's view, a compaction) is read again.
+        total = len(messages)
+        if not total:
+            return 0
+        count, last, size = self._counted
+        if count > 1 and total >= count and messages[count - 1] is last:
+            size += _messages_size(messages, count)
+        else:
+            size = _messages_size(messages, 1)
+        self._counted = (total, messages[total - 1], size)
+        return size + _messages_size(messages, 0, 1)
+
+    def _price(self, model_name: str) -> Rates | None:
+        try:
+            return self._rates[model_name]
+        except KeyError:
+            price = price_of(model_name, self.ledger.prices)
+            rates = self._rates[model_name] = None if price is None else rates_of(price)
+            return rates
+
+    def reserve(
+        self, model: Model, request: ModelRequest, run_id: str, step: int
+    ) -> ModelRequest | RunError:
+        """Reserve ``request``'s worst case: the request to send, or why the run must end."""
+        ledger = self.ledger
+        max_tokens = request.settings.get("max_tokens")
+        if max_tokens is None and ledger.bounds_reply:  # sent without the agent's settings
+            max_tokens = ledger.budget.max_tokens
+            request = dataclasses.replace(request, settings=self.settings(request.settings))
+        # The tools of an agent change rarely (toolsets): their size is counted once each.
+        tools = request.tools
+        sized = self._tools
+        if sized is None or sized[0] is not tools:
+            sized = self._tools = (tools, tools_size(tools))
+        input_tokens = (self._transcript_size(request.messages) + sized[1]) // 4 + 1
+        output_tokens = max_tokens or 0
+        nano = 0
+        price = self._price(model.name)
+        if price is not None:
+            nano = nano_at(price, input_tokens, output_tokens)
+        else:
+            self._unpriced = True
+        if price is None and ledger.in_dollars:
+            return RunFailedError(
+                f"agent {self.ctx.agent_id!r}: its budget is in dollars and model "
+                f"{model.name!r} has no known price; give it in Budget(prices={{...}}) or "
+                "install genai-prices (pip install 'actors[prices]')"
+            )
+        amount = (1, input_tokens, output_tokens, nano)
+        problem = ledger.reserve(amount)
+        if problem is not None:
+            return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
+        self.open[run_id, step] = (amount, model.name)
+        if self._run_cost[0] != run_id:
+            self._run_cost = (run_id, 0)
+        self.ctx._record(
+            "budget_reserved",
+            {
+                "run_id": run_id,
+                "step": step,
+                "requests": 1,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "nano_usd": nano,
+            },
+        )
+        return request
+
+    def settle(self, message: ModelReplied) -> None:
+        """The reply to a reserved request came (or its failure): settle what it reported.
+
+        A failure reports nothing spent, so it releases the reservation.
+        """
+        entry = self.open.pop((message.run_id, message.step), None)
+        if entry is None:
+            return
+        reserved, model_name = entry
+        spent: tuple[int, int, int, int] = ZERO
+        response = message.response
+        if response is not None:
+            usage = response.usage
+            nano = 0
+            price = self._price(response.model_name or model_name)
+            if price is None and response.model_name:
+                price = self._price(model_name)
+            if price is not None:
+                nano = nano_at(price, usage.input_tokens, usage.output_tokens)
+                if message.run_id == self._run_cost[0]:  # a late reply's run has ended
+                    self._run_cost = (message.run_id, self._run_cost[1] + nano)
+            spent = (usage.requests, usage.input_tokens, usage.output_tokens, nano)
+        self.ledger.settle(reserved, spent)
+        self.ctx._record(
+            "budget_settled",
+            {
+                "run_id": message.run_id,
+                "step": message.step,
+                "reserved": {
+                    "requests": reserved[0],
+                    "input_tokens": reserved[1],
+                    "output_tokens": reserved[2],
+                    "nano_usd": reserved[3],
+                },
+                "spent": {
+                    "requests": spent[0],
+                    "input_tokens": spent[1],
+                    "output_tokens": spent[2],
+                    "nano_usd": spent[3],
+                },
+            },
+        )
