@@ -1,0 +1,247 @@
+"""Forks of a session: where a consistent cut of a tree falls, and how a fork names its agents.
+
+A fork (`SessionStore.fork`) is a new session holding a prefix of each agent's log of another
+session. Where each prefix ends is a consistent cut of the tree, taken in time: the root keeps
+its events up to and including the chosen one, every other agent those stamped no later than
+it (the tree's agents share one clock), and an agent with no such event (spawned later) is
+left out, with every agent under it. Stores share the prefixes by reference; this module holds
+what every store computes alike.
+
+A fork's agents are renamed, so that the fork can run beside its original in one host: the
+original root's id becomes the fork's root id, and a descendant's id (``<root>-sub-<n>...``)
+keeps its suffix under the new root. The stored prefix keeps the ids it was written with; the
+session's ``data["forks"]`` (`LINEAGE_KEY`) says, level by level, which events are read
+through under old ids, and `rename_events` gives them the fork's ids when the runtime reads
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from actors.exceptions import UserError
+from actors.store._batch import check_id
+from actors.store._records import AgentRecord
+
+__all__ = [
+    "FORK_KEY",
+    "LINEAGE_KEY",
+    "ForkedAgent",
+    "check_fork_args",
+    "fork_data",
+    "fork_id",
+    "plan_fork",
+    "rename_events",
+]
+
+LINEAGE_KEY: Final = "forks"
+"""The key of a fork's session data that lists its lineage, oldest fork first."""
+
+FORK_KEY: Final = "forked_from"
+"""The key of a fork's session data naming the session and event it was cut from."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForkedAgent:
+    """One agent of a fork: its new record and the prefix of the original's log it shares.
+
+    Attributes:
+        record: The agent's record in the fork (renamed ids).
+        source_id: The agent's id in the session forked from.
+        upto: The fork shares the original's events with ``seq < upto``.
+    """
+
+    record: AgentRecord
+    source_id: str
+    upto: int
+
+
+def fork_id(agent_id: str, old_root: str, new_root: str) -> str:
+    """The id in a fork of the agent ``agent_id`` of a tree whose root was ``old_root``."""
+    if agent_id == old_root:
+        return new_root
+    if agent_id.startswith(old_root + "-sub-"):
+        return new_root + agent_id[len(old_root) :]
+    return f"{new_root}:{agent_id}"  # not named after its root (never made by the runtime)
+
+
+def check_fork_args(session_id: object, new_session_id: object, at: object) -> None:
+    """Check the arguments of `SessionStore.fork`.
+
+    Raises:
+        UserError: An empty id, the same id twice, or an ``at`` that is not an int >= 0.
+    """
+    check_id("session_id", session_id)
+    check_id("new_session_id", new_session_id)
+    if session_id == new_session_id:
+        raise UserError(f"fork needs a new session id, not the forked one ({session_id!r})")
+    if type(at) is not int or at < 0:
+        raise UserError(f"fork: at must be the seq (an int >= 0) of a root event, got {at!r}")
+
+
+def _when(text: str) -> datetime:
+    # Parsed, not compared as text: pydantic leaves out zero microseconds.
+    return datetime.fromisoformat(text)
+
+
+def plan_fork(
+    agents: Sequence[AgentRecord],
+    root_id: str,
+    new_root: str,
+    at: int,
+    last_seq: Callable[[str], int],
+    created_at: Callable[[str, int], str],
+) -> list[ForkedAgent]:
+    """The agents of a fork cut just after the root's event ``at``.
+
+    Args:
+        agents: The original's agents in spawn order.
+        root_id: The original's root id.
+        new_root: The fork's root id.
+        at: The root's event to cut after.
+        last_seq: An agent's highest seq (-1 when its log is empty).
+        created_at: The stored ``created_at`` of an agent's event at a seq.
+
+    Raises:
+        UserError: The root holds no event ``at``.
+    """
+    root_last = last_seq(root_id)
+    if at > root_last:
+        raise UserError(
+            f"fork: the root agent {root_id!r} has no event {at} (its last is {root_last}); "
+            "`actors sessions log` lists the events with their seqs"
+        )
+    cut = _when(created_at(root_id, at))
+    kept: dict[str, ForkedAgent] = {}
+    for record in agents:
+        if record.agent_id == root_id:
+            upto = at + 1
+        elif record.parent_id is None or record.parent_id not in kept:
+            continue  # under an agent left out (or a second root): not in the tree at the cut
+        else:
+            upto = _count_until(record.agent_id, last_seq(record.agent_id), cut, created_at)
+            if upto == 0:
+                continue  # spawned after the cut
+        ended = upto <= last_seq(record.agent_id)
+        renamed = AgentRecord(
+            fork_id(record.agent_id, root_id, new_root),
+            None if record.parent_id is None else fork_id(record.parent_id, root_id, new_root),
+            record.name,
+            # Cut short, the agent was busy at the cut: the restore decides what it was doing.
+            "running" if ended else record.status,
+            record.position,
+        )
+        kept[record.agent_id] = ForkedAgent(renamed, record.agent_id, upto)
+    return list(kept.values())
+
+
+def _count_until(
+    agent_id: str, last: int, cut: datetime, created_at: Callable[[str, int], str]
+) -> int:
+    """How many of the agent's first events are stamped no later than ``cut``.
+
+    A binary search on seq: an agent's events are stamped in seq order.
+    """
+    low, high = 0, last + 1  # the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        if _when(created_at(agent_id, middle)) <= cut:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def fork_data(
+    source_data: Mapping[str, Any],
+    source_id: str,
+    at: int,
+    old_root: str,
+    new_root: str,
+    planned: Sequence[ForkedAgent],
+) -> dict[str, Any]:
+    """The session data of a fork: the original's, with the lineage extended by this fork."""
+    cuts = {a.source_id: a.upto for a in planned}
+    lineage: list[dict[str, Any]] = []
+    for level in source_data.get(LINEAGE_KEY) or ():
+        # The original's levels, re-keyed to the fork's ids and clipped to its prefixes.
+        level_cuts = {
+            fork_id(agent, old_root, new_root): min(int(upto), cuts[agent])
+            for agent, upto in dict(level.get("cuts") or {}).items()
+            if agent in cuts
+        }
+        lineage.append({**level, "cuts": level_cuts})
+    lineage.append(
+        {
+            "session": source_id,
+            "at": at,
+            "from": old_root,
+            "to": new_root,
+            "cuts": {a.record.agent_id: a.upto for a in planned},
+        }
+    )
+    data = {k: v for k, v in source_data.items() if k not in (LINEAGE_KEY, FORK_KEY)}
+    data[FORK_KEY] = {"session": source_id, "at": at}
+    data[LINEAGE_KEY] = lineage
+    json.dumps(data)  # plain JSON by construction; fails loudly if not
+    return data
+
+
+# The fields of logged events that hold agent ids (see the loop's `_record` calls).
+_ID_FIELDS: Final = ("child_id", "to", "from", "agent_id")
+
+
+def rename_events(
+    session_data: Mapping[str, Any], agent_id: str, events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``events`` (as loaded) of a fork's agent, with the ids of read-through events renamed.
+
+    Events of a session that is no fork, or written by the fork itself, come back unchanged.
+    """
+    lineage = session_data.get(LINEAGE_KEY)
+    if not lineage:
+        return events
+    levels = [
+        (str(level["from"]), str(level["to"]), int(level["cuts"][agent_id]))
+        for level in lineage
+        if agent_id in (level.get("cuts") or {})
+    ]
+    if not levels or levels[-1][2] == 0:
+        return events
+    renamed = []
+    for event in events:
+        seq = event["seq"]
+        data = event["data"]
+        for old, new, upto in levels:
+            if seq < upto and old != new:
+                data = _renamed(data, old, new)
+        renamed.append(event if data is event["data"] else {**event, "data": data})
+    return renamed
+
+
+def _renamed(data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    def one(value: Any) -> Any:
+        if isinstance(value, str) and (value == old or value.startswith(old + "-sub-")):
+            return fork_id(value, old, new)
+        return value
+
+    out = dict(data)
+    for key in _ID_FIELDS:
+        if key in out:
+            out[key] = one(out[key])
+    message_id = out.get("message_id")
+    if isinstance(message_id, str) and ":" in message_id:
+        sender, _, number = message_id.rpartition(":")
+        out["message_id"] = f"{one(sender)}:{number}"
+    request = out.get("request")
+    if isinstance(request, dict):
+        request = dict(request)
+        request["agent_id"] = one(request.get("agent_id"))
+        if isinstance(request.get("path"), list):
+            request["path"] = [one(part) for part in request["path"]]
+        out["request"] = request
+    return out
