@@ -43,7 +43,7 @@ class ForkConformance(ConformanceBase):
         store.append_events("s1", "r-sub-2", _timed("r-sub-2", 0, [6, 8]))
 
     def test_a_fork_holds_the_cut_of_the_tree(self, store: SessionStore) -> None:
-        """Each agent up to the root's event; later agents left out; ids renamed."""
+        """Each agent up to the root's next event; later agents left out; ids renamed."""
         self._tree(store)
         store.fork("s1", "f1", at=4, root_agent_id="f")
         fork = store.load("f1")
@@ -114,3 +114,7 @@ class ForkConformance(ConformanceBase):
         with pytest.raises(StoreError, match="exists"):
             store.fork("s1", "f1", at=0, root_agent_id="f")
         assert [a.record.agent_id for a in store.load("f1").agents] == ["f"]  # not spawned yet
+        store.fork("s1", "whole", at=9, root_agent_id="w")  # the root's last: every log whole
+        assert [store.last_seq("whole", a) for a in ("w", "w-sub-1", "w-sub-2")] == [9, 3, 1]
+        store.fork("s1", "copy", at=None, root_agent_id="r")
+        assert store.load("copy").agents == store.load("s1").agents

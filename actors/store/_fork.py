@@ -2,10 +2,12 @@
 
 A fork (`SessionStore.fork`) is a new session holding a prefix of each agent's log of another
 session. Where each prefix ends is a consistent cut of the tree, taken in time: the root keeps
-its events up to and including the chosen one, every other agent those stamped no later than
-it (the tree's agents share one clock), and an agent with no such event (spawned later) is
-left out, with every agent under it. Stores share the prefixes by reference; this module holds
-what every store computes alike.
+its events up to and including the chosen one, every other agent those stamped before the
+root's next event (the tree's agents share one clock; all of them when the chosen event is
+the root's last), and an agent with no such event (spawned later) is left out, with every
+agent under it. That is the state a crash just before the root's next event would have left,
+so the restore that brings a fork up decides what was in flight as after a crash. Stores
+share the prefixes by reference; this module holds what every store computes alike.
 
 A fork's agents are renamed, so that the fork can run beside its original in one host: the
 original root's id becomes the fork's root id, and a descendant's id (``<root>-sub-<n>...``)
@@ -36,6 +38,7 @@ __all__ = [
     "fork_id",
     "plan_fork",
     "rename_events",
+    "shared_upto",
 ]
 
 LINEAGE_KEY: Final = "forks"
@@ -79,8 +82,10 @@ def check_fork_args(session_id: object, new_session_id: object, at: object) -> N
     check_id("new_session_id", new_session_id)
     if session_id == new_session_id:
         raise UserError(f"fork needs a new session id, not the forked one ({session_id!r})")
-    if type(at) is not int or at < 0:
-        raise UserError(f"fork: at must be the seq (an int >= 0) of a root event, got {at!r}")
+    if at is not None and (type(at) is not int or at < 0):
+        raise UserError(
+            f"fork: at must be the seq (an int >= 0) of a root event or None, got {at!r}"
+        )
 
 
 def _when(text: str) -> datetime:
@@ -92,36 +97,49 @@ def plan_fork(
     agents: Sequence[AgentRecord],
     root_id: str,
     new_root: str,
-    at: int,
+    at: int | None,
     last_seq: Callable[[str], int],
     created_at: Callable[[str, int], str],
+    *,
+    whole: bool = False,
 ) -> list[ForkedAgent]:
-    """The agents of a fork cut just after the root's event ``at``.
+    """The agents of a fork cut just after the root's event ``at`` (or of whole logs).
 
     Args:
         agents: The original's agents in spawn order.
         root_id: The original's root id.
         new_root: The fork's root id.
-        at: The root's event to cut after.
+        at: The root's event to cut after; None keeps every log whole.
         last_seq: An agent's highest seq (-1 when its log is empty).
         created_at: The stored ``created_at`` of an agent's event at a seq.
+        whole: Keep every agent's whole log (what ``at=None`` asks for).
 
     Raises:
         UserError: The root holds no event ``at``.
     """
     root_last = last_seq(root_id)
+    if at is None:  # every log whole: a copy of the session, shared
+        return plan_fork(agents, root_id, new_root, root_last, last_seq, created_at, whole=True)
     if at > root_last:
         raise UserError(
             f"fork: the root agent {root_id!r} has no event {at} (its last is {root_last}); "
             "`actors sessions log` lists the events with their seqs"
         )
-    cut = _when(created_at(root_id, at))
+    # Everything stamped before the root's next event: what a crash just before that event
+    # would have left (the root's last event: everything).
+    cut = None if whole or at >= root_last else _when(created_at(root_id, at + 1))
     kept: dict[str, ForkedAgent] = {}
     for record in agents:
-        if record.agent_id == root_id:
+        if whole:
+            if record.parent_id is not None and record.parent_id not in kept:
+                continue
+            upto = last_seq(record.agent_id) + 1
+        elif record.agent_id == root_id:
             upto = at + 1
         elif record.parent_id is None or record.parent_id not in kept:
             continue  # under an agent left out (or a second root): not in the tree at the cut
+        elif cut is None:
+            upto = last_seq(record.agent_id) + 1
         else:
             upto = _count_until(record.agent_id, last_seq(record.agent_id), cut, created_at)
             if upto == 0:
@@ -142,14 +160,14 @@ def plan_fork(
 def _count_until(
     agent_id: str, last: int, cut: datetime, created_at: Callable[[str, int], str]
 ) -> int:
-    """How many of the agent's first events are stamped no later than ``cut``.
+    """How many of the agent's first events are stamped before ``cut``.
 
     A binary search on seq: an agent's events are stamped in seq order.
     """
     low, high = 0, last + 1  # the answer is in [low, high]
     while low < high:
         middle = (low + high) // 2
-        if _when(created_at(agent_id, middle)) <= cut:
+        if _when(created_at(agent_id, middle)) < cut:
             low = middle + 1
         else:
             high = middle
@@ -159,7 +177,7 @@ def _count_until(
 def fork_data(
     source_data: Mapping[str, Any],
     source_id: str,
-    at: int,
+    at: int | None,
     old_root: str,
     new_root: str,
     planned: Sequence[ForkedAgent],
@@ -189,6 +207,14 @@ def fork_data(
     data[LINEAGE_KEY] = lineage
     json.dumps(data)  # plain JSON by construction; fails loudly if not
     return data
+
+
+def shared_upto(session_data: Mapping[str, Any], agent_id: str) -> int:
+    """How many of the agent's first events a fork reads through from its original (0 if none)."""
+    lineage = session_data.get(LINEAGE_KEY)
+    if not lineage:
+        return 0
+    return int((lineage[-1].get("cuts") or {}).get(agent_id, 0))
 
 
 # The fields of logged events that hold agent ids (see the loop's `_record` calls).

@@ -259,7 +259,9 @@ class MemoryStore(SessionStore):
                 )
             session.snapshots[agent_id] = encoded
 
-    def fork(self, session_id: str, new_session_id: str, *, at: int, root_agent_id: str) -> None:
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
         """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
 
         The fork's logs are new lists of the original's (immutable) stored events: only the

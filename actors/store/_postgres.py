@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _pg_forks as forks
 from actors.store._batch import (
     EncodedEvent,
     check_id,
@@ -26,6 +27,7 @@ from actors.store._batch import (
     new_events,
     stored_agents,
 )
+from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import busy, close_holder, new_holder
 from actors.store._pg_holds import Holds
 from actors.store._pg_sql import Statements
@@ -253,8 +255,8 @@ class PostgresStore(SessionStore):
         # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
 
         def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
-            rows = conn.execute(self._sql.stored_events, {**params, "first": first, "last": last})
-            return {seq: (kind, data) for seq, kind, data in rows}
+            rows = forks.read_through(conn, self._sql.s, session_id, agent_id, first, last + 1)
+            return {seq: (kind, data) for seq, kind, data, _ in rows}
 
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
@@ -319,6 +321,16 @@ class PostgresStore(SessionStore):
             if snapshots:
                 rows = conn.execute(self._sql.load_snapshots, params).fetchall()
                 kept.update((agent_id, (int(seq), data)) for agent_id, seq, data in rows)
+            if forks.has_forks(conn, self._sql.s, session_id):
+                # A fork's agents one by one, each reading its shared prefix through.
+                through = []
+                for agent_id in sorted({row[0] for row in agents}):
+                    start = kept.get(agent_id, (0, ""))[0]
+                    rows = forks.read_through(
+                        conn, self._sql.s, session_id, agent_id, start, forks.NO_END
+                    )
+                    through += [(agent_id, *row) for row in rows]
+                return head, agents, through
             if not kept:
                 return head, agents, conn.execute(self._sql.load_events, params).fetchall()
             # The agents with a snapshot one by one, each from its seq: a range of the primary
@@ -357,17 +369,13 @@ class PostgresStore(SessionStore):
     ) -> list[dict[str, Any]]:
         """The agent's events with ``start <= seq < stop``. See `SessionStore.read_events`."""
         start, stop = check_range(start, stop)
-        params = {
-            "session": session_id,
-            "agent": agent_id,
-            "start": start,
-            "stop": stop if stop is not None else 2**63 - 1,
-        }
+        end = stop if stop is not None else forks.NO_END
+        params = {"session": session_id, "agent": agent_id}
 
         def work(conn: Connection) -> list[Any]:
             if conn.execute(self._sql.root_of, params).fetchone() is None:
                 raise self._missing(session_id)
-            return conn.execute(self._sql.read_events, params).fetchall()
+            return forks.read_through(conn, self._sql.s, session_id, agent_id, start, end)
 
         rows = self._open().run("reading events", work, snapshot=True)
         try:
@@ -402,6 +410,85 @@ class PostgresStore(SessionStore):
                 "restore the database from a backup"
             ) from None
 
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
+        """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
+
+        One transaction writes the new session, its agents and, per agent, a row of the
+        ``forks`` table pointing at the prefix it shares: no event is copied.
+        """
+        check_fork_args(session_id, new_session_id, at)
+        check_id("root_agent_id", root_agent_id)
+        s = self._sql.s
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            params = {"session": session_id}
+            if not self._lock_session(conn, session_id):
+                raise self._missing(session_id)
+            head = conn.execute(
+                f"SELECT root_agent_id, data FROM {s}.sessions WHERE session_id = %(session)s",
+                params,
+            ).fetchone()
+            assert head is not None  # locked above
+            self._lock_session(conn, new_session_id)
+            self._holds.check_writer(conn, new_session_id)
+            if conn.execute(self._sql.root_of, {"session": new_session_id}).fetchone():
+                raise StoreError(
+                    f"session {new_session_id!r} exists already in {self.url}; fork into a "
+                    "new session id"
+                )
+            rows = conn.execute(self._sql.load_agents, params).fetchall()
+            records = [AgentRecord(*row) for row in rows]
+
+            def last(agent_id: str) -> int:
+                found = conn.execute(
+                    self._sql.last_seq, {"session": session_id, "agent": agent_id}
+                ).fetchone()
+                return -1 if found is None or found[0] is None else int(found[0])
+
+            planned = plan_fork(
+                records,
+                head[0],
+                root_agent_id,
+                at,
+                last,
+                lambda agent, seq: forks.event_created_at(conn, s, session_id, agent, seq),
+            )
+            data = fork_data(
+                self._session_data(session_id, head[1]),
+                session_id,
+                at,
+                head[0],
+                root_agent_id,
+                planned,
+            )
+            conn.execute(
+                self._sql.create_session,
+                {
+                    "session": new_session_id,
+                    "root": root_agent_id,
+                    "data": encode_data("session data", data),
+                    "now": now,
+                },
+            )
+            for agent in planned:
+                conn.execute(self._sql.put_agent, self._agent_params(new_session_id, agent.record))
+            conn.execute(
+                f"UPDATE {s}.agents SET event_count = f.n FROM unnest(%(agents)s::text[],"
+                " %(counts)s::bigint[]) AS f (a, n)"
+                f" WHERE {s}.agents.session_id = %(session)s AND {s}.agents.agent_id = f.a",
+                {
+                    "session": new_session_id,
+                    "agents": [a.record.agent_id for a in planned],
+                    "counts": [a.upto for a in planned],
+                },
+            )
+            forks.insert_fork(conn, s, new_session_id, session_id, planned)
+
+        self._open().run("forking a session", work)
+
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
         rows = self._open().run(
@@ -427,6 +514,7 @@ class PostgresStore(SessionStore):
             if not self._lock_session(conn, session_id, share=False):
                 raise self._missing(session_id)
             self._holds.check_writer(conn, session_id)
+            forks.detach_forks(conn, self._sql.s, session_id)  # its forks keep their prefixes
             conn.execute(self._sql.delete, {"session": session_id})
 
         self._open().run("deleting a session", work)

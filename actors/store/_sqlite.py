@@ -409,7 +409,9 @@ class SQLiteStore(SessionStore):
                 (session_id, agent_id, seq, text),
             )
 
-    def fork(self, session_id: str, new_session_id: str, *, at: int, root_agent_id: str) -> None:
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
         """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
 
         One transaction writes the new session, its agents and, per agent, a row of the
