@@ -98,10 +98,8 @@ def plan_fork(
     root_id: str,
     new_root: str,
     at: int | None,
-    last_seq: Callable[[str], int],
-    created_at: Callable[[str, int], str],
-    *,
-    whole: bool = False,
+    last_seqs: Mapping[str, int],
+    created_at: Callable[[Sequence[tuple[str, int]]], list[str]],
 ) -> list[ForkedAgent]:
     """The agents of a fork cut just after the root's event ``at`` (or of whole logs).
 
@@ -110,68 +108,69 @@ def plan_fork(
         root_id: The original's root id.
         new_root: The fork's root id.
         at: The root's event to cut after; None keeps every log whole.
-        last_seq: An agent's highest seq (-1 when its log is empty).
-        created_at: The stored ``created_at`` of an agent's event at a seq.
-        whole: Keep every agent's whole log (what ``at=None`` asks for).
+        last_seqs: Each agent's highest seq (-1, or missing, when its log is empty).
+        created_at: The stored ``created_at`` of each ``(agent, seq)`` asked, in order (one
+            call per step of the search, for every agent at once: one round trip).
 
     Raises:
         UserError: The root holds no event ``at``.
     """
-    root_last = last_seq(root_id)
-    if at is None:  # every log whole: a copy of the session, shared
-        return plan_fork(agents, root_id, new_root, root_last, last_seq, created_at, whole=True)
-    if at > root_last:
+    root_last = last_seqs.get(root_id, -1)
+    if at is not None and at > root_last:
         raise UserError(
             f"fork: the root agent {root_id!r} has no event {at} (its last is {root_last}); "
             "`actors sessions log` lists the events with their seqs"
         )
-    # Everything stamped before the root's next event: what a crash just before that event
-    # would have left (the root's last event: everything).
-    cut = None if whole or at >= root_last else _when(created_at(root_id, at + 1))
+    ends = {r.agent_id: last_seqs.get(r.agent_id, -1) + 1 for r in agents}
+    if at is not None:
+        ends[root_id] = at + 1
+        if at < root_last:
+            # Everything stamped before the root's next event: what a crash just before that
+            # event would have left (after the root's last event: everything).
+            (stamp,) = created_at([(root_id, at + 1)])
+            others = {a: end for a, end in ends.items() if a != root_id}
+            ends.update(_counts_before(others, _when(stamp), created_at))
     kept: dict[str, ForkedAgent] = {}
     for record in agents:
-        if whole:
-            if record.parent_id is not None and record.parent_id not in kept:
-                continue
-            upto = last_seq(record.agent_id) + 1
-        elif record.agent_id == root_id:
-            upto = at + 1
-        elif record.parent_id is None or record.parent_id not in kept:
-            continue  # under an agent left out (or a second root): not in the tree at the cut
-        elif cut is None:
-            upto = last_seq(record.agent_id) + 1
-        else:
-            upto = _count_until(record.agent_id, last_seq(record.agent_id), cut, created_at)
-            if upto == 0:
+        upto = ends[record.agent_id]
+        if record.agent_id != root_id:
+            if record.parent_id is None or record.parent_id not in kept:
+                continue  # under an agent left out (or a second root): not in the tree
+            if upto == 0 and at is not None:
                 continue  # spawned after the cut
-        ended = upto <= last_seq(record.agent_id)
+        cut_short = upto <= last_seqs.get(record.agent_id, -1)
         renamed = AgentRecord(
             fork_id(record.agent_id, root_id, new_root),
             None if record.parent_id is None else fork_id(record.parent_id, root_id, new_root),
             record.name,
             # Cut short, the agent was busy at the cut: the restore decides what it was doing.
-            "running" if ended else record.status,
+            "running" if cut_short else record.status,
             record.position,
         )
         kept[record.agent_id] = ForkedAgent(renamed, record.agent_id, upto)
     return list(kept.values())
 
 
-def _count_until(
-    agent_id: str, last: int, cut: datetime, created_at: Callable[[str, int], str]
-) -> int:
-    """How many of the agent's first events are stamped before ``cut``.
+def _counts_before(
+    ends: Mapping[str, int],
+    cut: datetime,
+    created_at: Callable[[Sequence[tuple[str, int]]], list[str]],
+) -> dict[str, int]:
+    """For each agent, how many of its first events are stamped before ``cut``.
 
-    A binary search on seq: an agent's events are stamped in seq order.
+    A binary search on seq (an agent's events are stamped in seq order), every agent's in
+    lockstep, so that each step is one batch of reads.
     """
-    low, high = 0, last + 1  # the answer is in [low, high]
-    while low < high:
-        middle = (low + high) // 2
-        if _when(created_at(agent_id, middle)) < cut:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+    bounds = {agent: [0, end] for agent, end in ends.items()}  # the answer is in [low, high]
+    while True:
+        probes = [(a, (low + high) // 2) for a, (low, high) in bounds.items() if low < high]
+        if not probes:
+            return {agent: low for agent, (low, _) in bounds.items()}
+        for (agent, middle), stamp in zip(probes, created_at(probes), strict=True):
+            if _when(stamp) < cut:
+                bounds[agent][0] = middle + 1
+            else:
+                bounds[agent][1] = middle
 
 
 def fork_data(

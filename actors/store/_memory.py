@@ -282,8 +282,8 @@ class MemoryStore(SessionStore):
                 source.root_agent_id,
                 root_agent_id,
                 at,
-                lambda agent: len(source.logs.get(agent, ())) - 1,
-                lambda agent, seq: source.logs[agent][seq].created_at,
+                {agent: len(log) - 1 for agent, log in source.logs.items()},
+                lambda probes: [source.logs[agent][seq].created_at for agent, seq in probes],
             )
             data = fork_data(
                 json.loads(source.data),

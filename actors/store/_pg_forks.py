@@ -17,8 +17,11 @@ if TYPE_CHECKING:
     from actors.store._pg_link import Connection
 
 __all__ = [
+    "created_at_many",
     "detach_forks",
     "event_created_at",
+    "insert_agents",
+    "last_seqs",
     "has_forks",
     "insert_fork",
     "read_through",
@@ -80,6 +83,68 @@ def event_created_at(conn: Connection, s: str, session_id: str, agent_id: str, s
     if not rows:
         raise KeyError(f"no event {seq} of agent {agent_id!r} in session {session_id!r}")
     return str(rows[0][3])
+
+
+def last_seqs(conn: Connection, s: str, session_id: str) -> dict[str, int]:
+    """Every agent's highest seq, read through a shared prefix: one statement."""
+    rows = conn.execute(
+        "SELECT a.agent_id, GREATEST("
+        f"(SELECT e.seq FROM {s}.events AS e WHERE e.session_id = a.session_id"
+        " AND e.agent_id = a.agent_id ORDER BY e.seq DESC LIMIT 1),"
+        f" (SELECT f.upto - 1 FROM {s}.forks AS f WHERE f.session_id = a.session_id"
+        " AND f.agent_id = a.agent_id))"
+        f" FROM {s}.agents AS a WHERE a.session_id = %(session)s",
+        {"session": session_id},
+    ).fetchall()
+    return {str(agent): -1 if last is None else int(last) for agent, last in rows}
+
+
+def created_at_many(
+    conn: Connection, s: str, session_id: str, probes: Sequence[tuple[str, int]]
+) -> list[str]:
+    """The stored timestamps of ``(agent, seq)`` events, in order: one statement.
+
+    An event the session does not store itself (a fork's shared prefix) is read through.
+    """
+    rows = conn.execute(
+        "SELECT p.i, e.created_at FROM unnest(%(agents)s::text[], %(seqs)s::bigint[])"
+        " WITH ORDINALITY AS p (a, q, i)"
+        f" JOIN {s}.events AS e ON e.session_id = %(session)s AND e.agent_id = p.a"
+        " AND e.seq = p.q",
+        {
+            "session": session_id,
+            "agents": [agent for agent, _ in probes],
+            "seqs": [seq for _, seq in probes],
+        },
+    ).fetchall()
+    found = {int(i): str(stamp) for i, stamp in rows}
+    return [
+        found.get(i + 1) or event_created_at(conn, s, session_id, agent, seq)
+        for i, (agent, seq) in enumerate(probes)
+    ]
+
+
+def insert_agents(
+    conn: Connection, s: str, session_id: str, planned: Sequence[ForkedAgent], now: Any
+) -> None:
+    """The agents of a new fork, each counting the events it shares: one statement."""
+    conn.execute(
+        f"INSERT INTO {s}.agents (session_id, agent_id, parent_id, name, status, position,"
+        " updated_at, event_count)"
+        " SELECT %(session)s, a, p, n, st, pos, %(now)s, c FROM unnest(%(agents)s::text[],"
+        " %(parents)s::text[], %(names)s::text[], %(statuses)s::text[], %(positions)s::bigint[],"
+        " %(counts)s::bigint[]) WITH ORDINALITY AS f (a, p, n, st, pos, c, i) ORDER BY i",
+        {
+            "session": session_id,
+            "now": now,
+            "agents": [a.record.agent_id for a in planned],
+            "parents": [a.record.parent_id for a in planned],
+            "names": [a.record.name for a in planned],
+            "statuses": [a.record.status for a in planned],
+            "positions": [a.record.position for a in planned],
+            "counts": [a.upto for a in planned],
+        },
+    )
 
 
 def insert_fork(

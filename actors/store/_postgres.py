@@ -441,20 +441,14 @@ class PostgresStore(SessionStore):
                 )
             rows = conn.execute(self._sql.load_agents, params).fetchall()
             records = [AgentRecord(*row) for row in rows]
-
-            def last(agent_id: str) -> int:
-                found = conn.execute(
-                    self._sql.last_seq, {"session": session_id, "agent": agent_id}
-                ).fetchone()
-                return -1 if found is None or found[0] is None else int(found[0])
-
+            lasts = forks.last_seqs(conn, s, session_id)
             planned = plan_fork(
                 records,
                 head[0],
                 root_agent_id,
                 at,
-                last,
-                lambda agent, seq: forks.event_created_at(conn, s, session_id, agent, seq),
+                lasts,
+                lambda probes: forks.created_at_many(conn, s, session_id, probes),
             )
             data = fork_data(
                 self._session_data(session_id, head[1]),
@@ -473,18 +467,7 @@ class PostgresStore(SessionStore):
                     "now": now,
                 },
             )
-            for agent in planned:
-                conn.execute(self._sql.put_agent, self._agent_params(new_session_id, agent.record))
-            conn.execute(
-                f"UPDATE {s}.agents SET event_count = f.n FROM unnest(%(agents)s::text[],"
-                " %(counts)s::bigint[]) AS f (a, n)"
-                f" WHERE {s}.agents.session_id = %(session)s AND {s}.agents.agent_id = f.a",
-                {
-                    "session": new_session_id,
-                    "agents": [a.record.agent_id for a in planned],
-                    "counts": [a.upto for a in planned],
-                },
-            )
+            forks.insert_agents(conn, s, new_session_id, planned, now)
             forks.insert_fork(conn, s, new_session_id, session_id, planned)
 
         self._open().run("forking a session", work)

@@ -453,8 +453,10 @@ class SQLiteStore(SessionStore):
                 head[0],
                 root_agent_id,
                 at,
-                last,
-                lambda agent, seq: forks.event_created_at(conn, session_id, agent, seq),
+                {record.agent_id: last(record.agent_id) for record in records},
+                lambda probes: [
+                    forks.event_created_at(conn, session_id, agent, seq) for agent, seq in probes
+                ],
             )
             data = fork_data(source_data, session_id, at, head[0], root_agent_id, planned)
             now = self._now()
