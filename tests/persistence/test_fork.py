@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from actors import Agent, Answer, Pending, Request, RunContext, Runtime, Subagen
 from actors.context._messages import Message
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.loop._recovery import OUTCOME_UNKNOWN
-from actors.store import MemoryStore, SessionStore, SQLiteStore
+from actors.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 from actors.testing import FunctionModel, ScriptedModel, call
 
 
@@ -28,11 +29,15 @@ def ask(ctx: RunContext[Any], question: str) -> str:
     return f"answer: {ctx.answer.data}"
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
     if request.param == "sqlite":
         with SQLiteStore(tmp_path / "sessions.sqlite") as sqlite:
             yield sqlite
+    elif request.param == "postgres":  # skipped without a server (see tests/conftest.py)
+        dsn = request.getfixturevalue("postgres_dsn")
+        with PostgresStore(dsn, schema=f"t_{secrets.token_hex(6)}") as postgres:
+            yield postgres
     else:
         with MemoryStore() as memory:
             yield memory
