@@ -14,6 +14,7 @@ from actors.cli._errors import CliError, one_line
 from actors.cli._home import open_store
 from actors.store import SessionStore
 from actors.trace import render_trace
+from actors.trace._render import branches_of
 
 __all__ = ["add_option", "add_parser", "check_target", "tracing"]
 
@@ -71,7 +72,7 @@ def check_target(path: str | None, flag: str) -> Path | None:
 
 
 def _write(store: SessionStore, session_id: str, target: Path) -> Path:
-    page = render_trace(store.load(session_id))
+    page = render_trace(store.load(session_id), branches=branches_of(store, session_id))
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:
@@ -86,7 +87,8 @@ def trace_session(args: argparse.Namespace) -> int:
     """``actors trace ID``."""
     with open_store(args.db, create=False, store=args.store) as store:
         if args.output == "-":
-            sys.stdout.write(render_trace(store.load(args.session_id)))
+            branches = branches_of(store, args.session_id)
+            sys.stdout.write(render_trace(store.load(args.session_id), branches=branches))
             sys.stdout.flush()
             return 0
         safe = re.sub(r"[^\w.-]", "_", args.session_id)  # a session id may hold a slash

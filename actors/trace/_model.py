@@ -12,7 +12,9 @@ __all__ = ["SPAN_KINDS", "SPAN_STATUSES", "Lane", "Marker", "Span", "Trace"]
 
 SpanKind = Literal["turn", "model", "tool", "subagent"]
 SpanStatus = Literal["ok", "error", "cancelled", "interrupted", "suspended", "open"]
-MarkerKind = Literal["suspended", "resumed", "steered", "cancelled", "error", "recovered", "custom"]
+MarkerKind = Literal[
+    "suspended", "resumed", "steered", "cancelled", "error", "recovered", "custom", "fork"
+]
 
 SPAN_KINDS: Final = ("turn", "model", "tool", "subagent")
 """The kinds of span: a turn (a run), a model request (a step), a tool call, a subagent call."""
@@ -63,7 +65,8 @@ class Marker:
 
     Attributes:
         kind: ``"suspended"``, ``"resumed"``, ``"steered"``, ``"cancelled"``, ``"error"``,
-            ``"recovered"`` or ``"custom"``.
+            ``"recovered"``, ``"custom"``, or ``"fork"`` (on the root: where this session was
+            forked from its original, or where a branch of it was cut).
         agent_id: The agent whose log holds the event.
         at: The event's ``created_at``.
         label: A short title read from the event.
@@ -115,6 +118,10 @@ class Trace:
         created_at: When the session was created.
         updated_at: When anything of the session was last written.
         lanes: One lane per agent, depth first in spawn order.
+        forked_from: For a fork, the session it was forked from and the root's seq it was cut
+            after.
+        branches: The forks of this session the trace knows of, each with the root's seq it
+            was cut after.
     """
 
     session_id: str
@@ -122,6 +129,8 @@ class Trace:
     created_at: datetime
     updated_at: datetime
     lanes: tuple[Lane, ...]
+    forked_from: tuple[str, int] | None = None
+    branches: tuple[tuple[str, int], ...] = ()
 
     @property
     def usage(self) -> Usage:
