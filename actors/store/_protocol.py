@@ -163,8 +163,8 @@ class SessionStore(Protocol):
         are left out. Agents are renamed under the new
         root id (``<root>-sub-1`` becomes ``<root_agent_id>-sub-1``); an agent cut short of
         its log is recorded as ``"running"`` (a restore decides what it was doing). The
-        session's data is the original's with ``forked_from`` and the ``forks`` lineage that
-        `actors.store.rename_events` reads.
+        session's data is the original's with ``forked_from`` (``{"session", "at"}``) and
+        the ``forks`` lineage the restore reads to give read-through events the new ids.
 
         The prefixes are shared by reference where the store can (no event is copied), so a
         fork costs about the same whatever the length of the logs; reading the fork reads
@@ -186,6 +186,9 @@ class SessionStore(Protocol):
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events.
+
+        A fork of the session keeps the prefix it shares: the store first copies it into the
+        fork (whoever holds the fork), so deleting costs the shared events of its forks.
 
         Raises:
             SessionNotFoundError: The session does not exist.
