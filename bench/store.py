@@ -17,6 +17,11 @@ one of --postgres DSN, else of $ACTORS_BENCH_POSTGRES_DSN or $ACTORS_TEST_POSTGR
 store gets a schema of its own, dropped afterwards. Without a server its rows say "skipped".
 Targets: at least 10,000 events/s (batches of 10, commits flushed to disk), restore within
 0.3 s.
+
+Fork (issue 28) is `store.fork` of a tree of 10 agents cut in the middle of the root's log
+(best of 5, each into a new session), for trees of 10,000 and 100,000 events. Targets: the
+10,000-event fork within 20 ms, the 100,000-event one within 2x of it (the prefix is shared,
+not copied), on SQLite and Postgres.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ APPEND_TARGET = 20_000.0
 RESTORE_TARGET = 0.2
 POSTGRES_APPEND_TARGET = 10_000.0
 POSTGRES_RESTORE_TARGET = 0.3
+FORK_TARGET = 0.020
+FORK_GROWTH_TARGET = 2.0
+FORK_AGENTS = 10
 DSN_VARIABLES = ("ACTORS_BENCH_POSTGRES_DSN", "ACTORS_TEST_POSTGRES_DSN")
 
 
@@ -211,6 +219,27 @@ def bench_restore(
     ]
 
 
+def bench_fork(
+    make: Callable[[], SessionStore], label: str, events: int, repeat: int
+) -> Result:
+    """``store.fork`` of a tree of `FORK_AGENTS` agents holding ``events`` events in all."""
+    ids = ["root"] + [f"root-sub-{n}" for n in range(1, FORK_AGENTS)]
+    per_agent = max(1, events // FORK_AGENTS)
+    with make() as store:
+        prepared(store, "tree", ids)
+        for agent_id in ids:
+            log = transcript(agent_id, per_agent)
+            for first in range(0, per_agent, 1000):
+                store.append_events("tree", agent_id, log[first : first + 1000])
+        times = []
+        for n in range(repeat):
+            began, cpu = time.perf_counter(), time.process_time()
+            store.fork("tree", f"fork-{n}", at=per_agent // 2, root_agent_id=f"fork-{n}")
+            times.append((time.perf_counter() - began, time.process_time() - cpu))
+        assert store.last_seq("fork-0", "fork-0") == per_agent // 2
+    return Result(f"fork ({FORK_AGENTS} agents)", label, 0, per_agent * FORK_AGENTS, *min(times))
+
+
 def run_postgres(smoke: bool, dsn: str | None) -> list[Result] | Skipped:
     server = open_postgres(dsn)
     if isinstance(server, Skipped):
@@ -231,6 +260,8 @@ def run_postgres(smoke: bool, dsn: str | None) -> list[Result] | Skipped:
         for agents, per_agent in [(1, 10_000), (10, 1_000)]:
             n = max(1, int(per_agent * scale))
             results += bench_restore(server.make, "postgres", agents, n, 1 if smoke else 5)
+        for events in (10_000, 100_000):
+            results.append(bench_fork(server.make, "postgres", size(events), 5))
     finally:
         server.close()
     return results
@@ -270,6 +301,9 @@ def run(smoke: bool) -> list[Result]:
         for agents, per_agent in [(1, 10_000), (10, 1_000)]:
             n = max(1, int(per_agent * scale))
             results += bench_restore(sqlite("batch"), "sqlite", agents, n, 1 if smoke else 5)
+        for events in (10_000, 100_000):
+            results.append(bench_fork(sqlite("batch"), "sqlite", size(events), 5))
+            results.append(bench_fork(MemoryStore, "memory", size(events), 5))
     finally:
         folder.cleanup()
     return results
@@ -329,6 +363,21 @@ def verdicts(results: Sequence[Result], skipped: Sequence[Skipped] = ()) -> list
             POSTGRES_APPEND_TARGET,
             POSTGRES_RESTORE_TARGET,
         )
+    for store in ("sqlite", "postgres"):
+        forks = sorted(
+            (r for r in results if r.measure.startswith("fork") and r.store == store),
+            key=lambda r: r.events,
+        )
+        if len(forks) == 2:
+            small, large = forks
+            growth = large.seconds / small.seconds if small.seconds else float("inf")
+            lines.append(
+                f"- {store} fork, {small.events:,} events: {small.seconds * 1000:.1f} ms "
+                f"(target <= {FORK_TARGET * 1000:.0f} ms): "
+                f"{'met' if small.seconds <= FORK_TARGET else 'MISSED'}; {large.events:,} "
+                f"events: {large.seconds * 1000:.1f} ms, {growth:.2f}x (target <= "
+                f"{FORK_GROWTH_TARGET:.0f}x): {'met' if growth <= FORK_GROWTH_TARGET else 'MISSED'}"
+            )
     lines += [f"- {skip.store}: skipped: {skip.reason}" for skip in skipped]
     return lines
 

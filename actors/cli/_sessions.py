@@ -1,4 +1,7 @@
-"""``actors sessions list|show|resume|export``: the sessions in the session database."""
+"""``actors sessions list|show|resume|export``: the sessions in the session database.
+
+``log``, ``fork`` and ``rewind`` are in `actors.cli._fork`.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from actors import (
 from actors.cli._answers import ask_each, leave_open, parse_answer
 from actors.cli._drive import Decide, drive
 from actors.cli._errors import CliError, one_line, run_failed
+from actors.cli._fork import add_fork_parsers
 from actors.cli._home import open_store, where
 from actors.cli._jsonarg import json_object
 from actors.cli._output import Output
@@ -45,7 +49,7 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
     parser = commands.add_parser(
         "sessions",
         parents=[parent],
-        help="list, show, resume and export stored sessions",
+        help="list, show, resume, export, fork and rewind stored sessions",
         description="The sessions stored in the session database.",
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -95,6 +99,7 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
     )
     export.add_argument("session_id", metavar="ID")
     export.set_defaults(handler=export_session)
+    add_fork_parsers(sub, parent)
 
 
 def _when(moment: datetime) -> str:

@@ -15,6 +15,7 @@ from actors.cli._errors import CliError, one_line
 from actors.cli._home import open_store
 from actors.store import SessionStore
 from actors.trace import render_trace
+from actors.trace._render import branches_of
 
 __all__ = ["add_option", "add_parser", "check_target", "tracing"]
 
@@ -72,7 +73,7 @@ def check_target(path: str | None, flag: str) -> Path | None:
 
 
 def _write(store: SessionStore, session_id: str, target: Path) -> Path:
-    page = render_trace(store.load(session_id))
+    page = render_trace(store.load(session_id), branches=branches_of(store, session_id))
     try:
         write_whole(target, page)
     except OSError as exc:
@@ -87,7 +88,8 @@ def trace_session(args: argparse.Namespace) -> int:
     """``actors trace ID``."""
     with open_store(args.db, create=False, store=args.store) as store:
         if args.output == "-":
-            sys.stdout.write(render_trace(store.load(args.session_id)))
+            branches = branches_of(store, args.session_id)
+            sys.stdout.write(render_trace(store.load(args.session_id), branches=branches))
             sys.stdout.flush()
             return 0
         safe = re.sub(r"[^\w.-]", "_", args.session_id)  # a session id may hold a slash

@@ -29,6 +29,7 @@ from actors.runtime._effects import ApprovalHandler
 from actors.runtime._node import AgentNode, Tree
 from actors.runtime._observer import current_observer, notify_restore
 from actors.runtime._persist import persist
+from actors.store._fork import rename_events, shared_upto
 from actors.store._protocol import SessionStore
 from actors.store._records import StoredAgent
 
@@ -182,7 +183,7 @@ def _restore(
                 narrowing_failed[record.agent_id] = (subagent.tool_name, exc)
                 node_tool_context = None
         try:
-            ctx, snapshot_seq = _context_of(store, session_id, entry, host.clock)
+            ctx, snapshot_seq = _context_of(store, session_id, entry, host.clock, stored.data)
         except SerializationError as exc:  # only the restore knows which session it was
             raise SerializationError(f"session {session_id!r}: {exc}") from None
         if spec is not None:
@@ -308,32 +309,45 @@ def _restore(
         raise
     if not activated:
         for agent_id in nodes:
-            for send in sends_of(contexts[agent_id].events):
-                host.deliver_peer(agent_id, send)
+            # A fork's prefix was delivered by its original outside the tree: only its own
+            # agents hear those messages again (and ignore the ones they heard).
+            shared = shared_upto(stored.data, agent_id)
+            for send, event in _sends(contexts[agent_id].events):
+                if event.seq >= shared or send.to in nodes:
+                    host.deliver_peer(agent_id, send)
     return nodes[stored.root_agent_id]
 
 
 def _context_of(
-    store: SessionStore, session_id: str, entry: StoredAgent, clock: Clock
+    store: SessionStore,
+    session_id: str,
+    entry: StoredAgent,
+    clock: Clock,
+    session_data: Mapping[str, Any],
 ) -> tuple[AgentContext, int]:
     """An agent's context, from its snapshot when it has one that fits its log.
 
     Returns the context and the seq its snapshot folded (-1 when it was folded from the whole
     log: its next persist writes a new snapshot, so a snapshot that did not fit is rebuilt).
+    The events a fork reads through from its original get the fork's agent ids.
     """
     record = entry.record
-    if entry.snapshot is None:
-        return AgentContext.deserialize(entry.context, clock=clock), -1
     agent_id = record.agent_id
 
+    def renamed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return rename_events(session_data, agent_id, events)
+
+    if entry.snapshot is None:
+        blob = {**entry.context, "events": renamed(entry.context["events"])}
+        return AgentContext.deserialize(blob, clock=clock), -1
+
     def read_before(stop: int) -> list[Event]:
-        return [
-            Event.model_validate(raw) for raw in store.read_events(session_id, agent_id, stop=stop)
-        ]
+        raws = renamed(store.read_events(session_id, agent_id, stop=stop))
+        return [Event.model_validate(raw) for raw in raws]
 
     ctx = from_snapshot(
         entry.snapshot,
-        entry.context["events"],
+        renamed(entry.context["events"]),
         read_before=read_before,
         agent_id=agent_id,
         name=record.name,
@@ -343,7 +357,7 @@ def _context_of(
     if ctx is not None:
         return ctx, int(entry.snapshot["folded"])
     # It does not fit (logged at debug by from_snapshot): the whole log, as without one.
-    blob = {**entry.context, "events": store.read_events(session_id, agent_id)}
+    blob = {**entry.context, "events": renamed(store.read_events(session_id, agent_id))}
     return AgentContext.deserialize(blob, clock=clock), -1
 
 
@@ -363,6 +377,12 @@ def _restore_ledgers(nodes: Mapping[str, AgentNode], contexts: Mapping[str, Agen
         node.ledger = ledger_for(outer, node.spec.budget)
         if node.ledger is not None and ctx._budgeted:
             node.ledger.charge(spend_of(ctx.events))
+
+
+def _sends(events: Sequence[Event]) -> list[tuple[SendMessage, Event]]:
+    """Each logged peer message with its event."""
+    logged = [e for e in events if e.type == "message_sent"]
+    return list(zip(sends_of(logged), logged, strict=True))
 
 
 def _is_kept(contexts: Mapping[str, AgentContext], node: AgentNode) -> bool:

@@ -17,6 +17,7 @@ from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.runtime._effects import ApprovalHandler
+from actors.runtime._fork import fork_id_for, make_fork, make_rewind
 from actors.runtime._keyed_lock import KeyedLock
 from actors.runtime._local import LocalHost
 from actors.runtime._persist import SNAPSHOT_EVERY
@@ -423,6 +424,113 @@ class Runtime:
             approval_handler=approval_handler,
         )
         return AgentRef.of(host, node)
+
+    def fork(
+        self,
+        session_id: str,
+        *,
+        at: int,
+        store: SessionStore,
+        agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+        new_id: str | None = None,
+        tool_context: Any = None,
+        approval_handler: ApprovalHandler | None = None,
+    ) -> AgentRef:
+        """A new session holding the tree as it was just after its root's event ``at``; live.
+
+        Every agent of the tree at that moment comes with the prefix of its log (see
+        `SessionStore.fork`: shared by reference, so a fork costs about the same whatever the
+        length of the logs), and the fork is restored as `restore` does: nothing before the
+        cut runs again (no model request, no tool call); a call in flight at the cut gets a
+        result saying it was not started or that its outcome is unknown; open requests stay
+        open for ``ref.resume``. The original is not changed and may run at the same time:
+        the fork's agents are renamed under its root id (``<new_id>-sub-1``...).
+
+        Args:
+            session_id: The session to fork (live here or not).
+            at: The seq of the root's event to cut after (``actors sessions log`` lists them).
+            store: The store that holds it; the fork is written there.
+            agents: The specs, as for `restore` (they may differ from the original's: a what-if
+                with another prompt or model).
+            new_id: The fork's session id, also its root agent's id; a new
+                ``<session_id>-fork-<hex>`` by default.
+            tool_context: The static channel, given again (it is never stored).
+            approval_handler: As for `spawn`.
+
+        Raises:
+            SessionNotFoundError: no such session in the store.
+            UserError: ``at`` is not a seq of the root's log, ``new_id`` is taken (in the
+                store or by an agent here).
+            AgentDefinitionError: a spec of an agent that comes back was not given (the fork
+                is deleted again).
+        """
+        check_store(store)
+        if store is None:
+            raise UserError("fork needs the store that holds the session")
+        fork_id = fork_id_for(session_id, new_id)
+        with self._opening.hold(fork_id):
+            if self._host.taken(fork_id):
+                raise UserError(f"fork: an agent of this runtime has the id {fork_id!r}")
+            make_fork(store, session_id, fork_id, at)
+            try:
+                return self._restore(
+                    fork_id,
+                    store=store,
+                    agents=agents,
+                    tool_context=tool_context,
+                    approval_handler=approval_handler,
+                )
+            except BaseException:
+                store.delete(fork_id)  # all or nothing: no fork that cannot come up
+                raise
+
+    def rewind(
+        self,
+        session_id: str,
+        *,
+        at: int,
+        store: SessionStore,
+        agents: Sequence[Agent[Any]] | Mapping[str, Agent[Any]],
+        keep_as: str | None = None,
+        tool_context: Any = None,
+        approval_handler: ApprovalHandler | None = None,
+    ) -> AgentRef:
+        """Take the session back to just after its root's event ``at``, under the same id; live.
+
+        A fork that takes the original's place: call it once the user has confirmed. The
+        branch it abandons stays readable in the store as ``keep_as`` (by default
+        ``<session_id>-rewound-<n>``), whole. The session must not be live here (stop its root
+        first); as with `fork`, nothing before ``at`` runs again.
+
+        Raises:
+            SessionNotFoundError: no such session in the store.
+            UserError: the session is live here, ``at`` is not a seq of the root's log, or
+                ``keep_as`` is taken.
+            AgentDefinitionError: a spec of an agent that comes back was not given (the
+                session is put back as it was).
+        """
+        check_store(store)
+        if store is None:
+            raise UserError("rewind needs the store that holds the session")
+        with self._opening.hold(session_id):
+            live = self._host.session_root(store, session_id)
+            if live is not None:
+                raise UserError(
+                    f"rewind: session {session_id!r} is live in this runtime ({live!r}); "
+                    "stop it first (ref.stop())"
+                )
+            _, undo = make_rewind(store, session_id, at, keep_as)
+            try:
+                return self._restore(
+                    session_id,
+                    store=store,
+                    agents=agents,
+                    tool_context=tool_context,
+                    approval_handler=approval_handler,
+                )
+            except BaseException:
+                undo()
+                raise
 
     def ref(self, agent_id: str) -> AgentRef:
         """The handle of any agent of this runtime by id (a child, a passivated agent).

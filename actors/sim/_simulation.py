@@ -19,6 +19,7 @@ from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.models._test_models import seed_call_ids
 from actors.runtime._node import new_root
+from actors.sim._fork import KEEP, copy_trees
 from actors.sim._host import Delay, Duration, SimHost, WorldCall
 from actors.sim._inflight import RateLimit, RequestStats
 from actors.sim._ref import SimRef
@@ -233,6 +234,36 @@ class Simulation:
         )
         host.add(node, context)
         return SimRef._new(host, agent_id, name=agent.name, tree=node.tree)  # type: ignore[arg-type]
+
+    def fork(
+        self, *, seed: int | str | None = None, tool_context: Any = KEEP, **settings: Any
+    ) -> Simulation:
+        """A new simulation holding this one's agents as they are now, at this virtual time.
+
+        Each root tree is brought up there as `Runtime.fork` brings a fork up: from its logs,
+        without one model request or tool call; a request or call in flight now (its reply
+        due later on the virtual clock) is decided as after a crash (not started, or outcome
+        unknown), open requests stay open. This simulation is not changed. Run the fork with
+        another seed or other settings for a what-if; it is reproducible like any simulation.
+
+        The world's schedule (`at`, `every`, `collect`) is not carried over: schedule it on
+        the fork again. Agent ids stay the same (the two simulations share nothing).
+
+        Args:
+            seed: The fork's seed (this one's by default).
+            tool_context: The fork's world, for every root; by default a deep copy of each
+                root's (so that the fork cannot change this simulation's world).
+            **settings: Settings that replace this simulation's (``message_delay=...``).
+
+        Raises:
+            UserError: A setting that is not one, or a world that cannot be copied.
+        """
+        options = self.settings.replace(**settings).options()
+        fork = Simulation(seed=self.seed if seed is None else seed, **options)
+        fork._host._advance(self.now)
+        copy_trees(self._host, fork._host, tool_context)
+        fork._counters = dict(self._counters)
+        return fork
 
     def _unique_id(self, wanted: str, explicit: str | None) -> str:
         if not isinstance(wanted, str) or not wanted:

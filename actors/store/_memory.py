@@ -24,6 +24,7 @@ from actors.store._batch import (
     encode_events,
     new_events,
 )
+from actors.store._fork import ForkedAgent, check_fork_args, fork_data, plan_fork
 from actors.store._owner import Holder, busy, close_holder, holder_alive, new_holder
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredAgent, StoredSession
@@ -261,6 +262,48 @@ class MemoryStore(SessionStore):
                     "put_agent() it before writing its snapshot"
                 )
             session.snapshots[agent_id] = encoded
+
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
+        """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
+
+        The fork's logs are new lists of the original's (immutable) stored events: only the
+        references are copied, and deleting the original leaves them to the fork.
+        """
+        check_fork_args(session_id, new_session_id, at)
+        check_id("root_agent_id", root_agent_id)
+        with self._lock:
+            source = self._session(session_id)
+            self._check_writer(new_session_id)
+            if new_session_id in self._sessions:
+                raise StoreError(
+                    f"session {new_session_id!r} exists already; fork into a new session id"
+                )
+            records = sorted(source.agents.values(), key=lambda record: record.position)
+            planned: list[ForkedAgent] = plan_fork(
+                records,
+                source.root_agent_id,
+                root_agent_id,
+                at,
+                {agent: len(log) - 1 for agent, log in source.logs.items()},
+                lambda probes: [source.logs[agent][seq].created_at for agent, seq in probes],
+            )
+            data = fork_data(
+                json.loads(source.data),
+                session_id,
+                at,
+                source.root_agent_id,
+                root_agent_id,
+                planned,
+            )
+            now = self._now()
+            fork = _Session(root_agent_id, encode_data("session data", data), now, now)
+            for agent in planned:
+                fork.agents[agent.record.agent_id] = agent.record
+                fork.logs[agent.record.agent_id] = source.logs[agent.source_id][: agent.upto]
+                fork.event_count += agent.upto
+            self._sessions[new_session_id] = fork
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""

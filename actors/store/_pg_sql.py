@@ -137,10 +137,27 @@ def migrations(schema: str) -> list[list[str]]:
         )
         """,
     ]
-    return [create_v1, snapshots_v2]
+    # Version 3: forks share a prefix of another session's logs by reference (see
+    # `_pg_forks`); the append function learns that a fork's log goes on after its prefix.
+    forks_v3 = [
+        f"""
+        CREATE TABLE {s}.forks (
+            session_id   text NOT NULL,
+            agent_id     text NOT NULL,
+            base_session text NOT NULL,
+            base_agent   text NOT NULL,
+            upto         bigint NOT NULL,
+            PRIMARY KEY (session_id, agent_id),
+            FOREIGN KEY (session_id, agent_id) REFERENCES {s}.agents ON DELETE CASCADE
+        )
+        """,
+        f"CREATE INDEX forks_base ON {s}.forks (base_session)",
+        _append_function(s, forks=True),
+    ]
+    return [create_v1, snapshots_v2, forks_v3]
 
 
-def _append_function(s: str) -> str:
+def _append_function(s: str, *, forks: bool = False) -> str:
     """A batch append in one statement, so one round trip, for the common case.
 
     It appends when the batch continues the stored log and nobody else holds the session, and
@@ -149,8 +166,14 @@ def _append_function(s: str) -> str:
     Each statement in it takes a new snapshot, so the claim check after the lock sees every
     claim committed before the lock was granted.
     """
+    prefix = (
+        f"stored_last := GREATEST(stored_last, (SELECT upto - 1 FROM {s}.forks"
+        " WHERE session_id = p_session AND agent_id = p_agent));"
+        if forks
+        else ""
+    )
     return f"""
-    CREATE FUNCTION {s}.append_batch(
+    CREATE OR REPLACE FUNCTION {s}.append_batch(
         p_session text, p_agent text, p_token text, p_key bigint, p_seqs bigint[],
         p_types text[], p_datas text[], p_times text[], p_now timestamptz,
         OUT status text, OUT stored_last bigint, OUT holder_host text, OUT holder_pid integer
@@ -174,6 +197,7 @@ def _append_function(s: str) -> str:
         END IF;
         stored_last := coalesce((SELECT seq FROM {s}.events
             WHERE session_id = p_session AND agent_id = p_agent ORDER BY seq DESC LIMIT 1), -1);
+        {prefix}
         IF p_seqs[1] <> stored_last + 1 THEN
             status := 'not next';
             RETURN;
@@ -211,10 +235,13 @@ class Statements:
 
     def _last(self, session: str, agent: str) -> str:
         # Not MAX(seq): the planner may aggregate the whole log when its statistics are new;
-        # a backward scan of the primary key reads one entry.
+        # a backward scan of the primary key reads one entry. A fork's log goes on after the
+        # prefix it shares (GREATEST ignores NULLs).
         return (
-            f"SELECT seq FROM {self.s}.events WHERE session_id = {session}"
-            f" AND agent_id = {agent} ORDER BY seq DESC LIMIT 1"
+            f"SELECT GREATEST((SELECT seq FROM {self.s}.events WHERE session_id = {session}"
+            f" AND agent_id = {agent} ORDER BY seq DESC LIMIT 1),"
+            f" (SELECT upto - 1 FROM {self.s}.forks WHERE session_id = {session}"
+            f" AND agent_id = {agent}))"
         )
 
     # -- schema ---------------------------------------------------------------------------
@@ -344,14 +371,6 @@ class Statements:
             " WHERE session_id = %(session)s AND agent_id = %(agent)s),"
             f" ({self._last('%(session)s', '%(agent)s')}),"
             f" b.host, b.pid FROM (SELECT 1) AS one LEFT JOIN ({self.busy_holder}) AS b ON true"
-        )
-
-    @property
-    def stored_events(self) -> str:
-        """The stored ``seq, type, data`` of an agent between two seqs."""
-        return (
-            f"SELECT seq, type, data FROM {self.s}.events WHERE session_id = %(session)s"
-            " AND agent_id = %(agent)s AND seq BETWEEN %(first)s AND %(last)s"
         )
 
     @property

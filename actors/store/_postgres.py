@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _pg_forks as forks
 from actors.store._batch import (
     EncodedEvent,
     check_id,
@@ -27,6 +28,7 @@ from actors.store._batch import (
     new_events,
     stored_agents,
 )
+from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import busy, close_holder, new_holder
 from actors.store._pg_holds import Holds
 from actors.store._pg_sql import Statements
@@ -256,8 +258,8 @@ class PostgresStore(SessionStore):
         # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
 
         def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
-            rows = conn.execute(self._sql.stored_events, {**params, "first": first, "last": last})
-            return {seq: (kind, data) for seq, kind, data in rows}
+            rows = forks.read_through(conn, self._sql.s, session_id, agent_id, first, last + 1)
+            return {seq: (kind, data) for seq, kind, data, _ in rows}
 
         def work(conn: Connection) -> None:
             if not self._lock_session(conn, session_id):
@@ -323,6 +325,16 @@ class PostgresStore(SessionStore):
             if snapshots:
                 rows = conn.execute(self._sql.load_snapshots, params).fetchall()
                 kept.update((agent_id, (int(seq), data)) for agent_id, seq, data in rows)
+            if forks.has_forks(conn, self._sql.s, session_id):
+                # A fork's agents one by one, each reading its shared prefix through.
+                through = []
+                for agent_id in sorted({row[0] for row in agents}):
+                    start = kept.get(agent_id, (0, ""))[0]
+                    rows = forks.read_through(
+                        conn, self._sql.s, session_id, agent_id, start, forks.NO_END
+                    )
+                    through += [(agent_id, *row) for row in rows]
+                return head, agents, through
             if not kept:
                 return head, agents, conn.execute(self._sql.load_events, params).fetchall()
             # The agents with a snapshot one by one, each from its seq: a range of the primary
@@ -361,17 +373,13 @@ class PostgresStore(SessionStore):
     ) -> list[dict[str, Any]]:
         """The agent's events with ``start <= seq < stop``. See `SessionStore.read_events`."""
         start, stop = check_range(start, stop)
-        params = {
-            "session": session_id,
-            "agent": agent_id,
-            "start": start,
-            "stop": stop if stop is not None else 2**63 - 1,
-        }
+        end = stop if stop is not None else forks.NO_END
+        params = {"session": session_id, "agent": agent_id}
 
         def work(conn: Connection) -> list[Any]:
             if conn.execute(self._sql.root_of, params).fetchone() is None:
                 raise self._missing(session_id)
-            return conn.execute(self._sql.read_events, params).fetchall()
+            return forks.read_through(conn, self._sql.s, session_id, agent_id, start, end)
 
         rows = self._open().run("reading events", work, snapshot=True)
         try:
@@ -406,6 +414,68 @@ class PostgresStore(SessionStore):
                 "restore the database from a backup"
             ) from None
 
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
+        """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
+
+        One transaction writes the new session, its agents and, per agent, a row of the
+        ``forks`` table pointing at the prefix it shares: no event is copied.
+        """
+        check_fork_args(session_id, new_session_id, at)
+        check_id("root_agent_id", root_agent_id)
+        s = self._sql.s
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            params = {"session": session_id}
+            if not self._lock_session(conn, session_id):
+                raise self._missing(session_id)
+            head = conn.execute(
+                f"SELECT root_agent_id, data FROM {s}.sessions WHERE session_id = %(session)s",
+                params,
+            ).fetchone()
+            assert head is not None  # locked above
+            self._lock_session(conn, new_session_id)
+            self._holds.check_writer(conn, new_session_id)
+            if conn.execute(self._sql.root_of, {"session": new_session_id}).fetchone():
+                raise StoreError(
+                    f"session {new_session_id!r} exists already in {self.url}; fork into a "
+                    "new session id"
+                )
+            rows = conn.execute(self._sql.load_agents, params).fetchall()
+            records = [AgentRecord(*row) for row in rows]
+            lasts = forks.last_seqs(conn, s, session_id)
+            planned = plan_fork(
+                records,
+                head[0],
+                root_agent_id,
+                at,
+                lasts,
+                lambda probes: forks.created_at_many(conn, s, session_id, probes),
+            )
+            data = fork_data(
+                self._session_data(session_id, head[1]),
+                session_id,
+                at,
+                head[0],
+                root_agent_id,
+                planned,
+            )
+            conn.execute(
+                self._sql.create_session,
+                {
+                    "session": new_session_id,
+                    "root": root_agent_id,
+                    "data": encode_data("session data", data),
+                    "now": now,
+                },
+            )
+            forks.insert_agents(conn, s, new_session_id, planned, now)
+            forks.insert_fork(conn, s, new_session_id, session_id, planned)
+
+        self._open().run("forking a session", work)
+
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
         rows = self._open().run(
@@ -432,6 +502,7 @@ class PostgresStore(SessionStore):
             if not self._lock_session(conn, session_id, share=False):
                 raise self._missing(session_id)
             self._holds.check_writer(conn, session_id)
+            forks.detach_forks(conn, self._sql.s, session_id)  # its forks keep their prefixes
             conn.execute(self._sql.delete, {"session": session_id})
 
         self._open().run("deleting a session", work)

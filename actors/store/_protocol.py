@@ -152,12 +152,43 @@ class SessionStore(Protocol):
         """
         ...
 
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
+        """Create ``new_session_id``: the session cut just after its root's event ``at``.
+
+        The fork holds every agent of the tree at the cut, each with the prefix of its log up
+        to the cut: the root's events up to ``at``, another agent's events stamped before the
+        root's next event (all of them when ``at`` is the root's last); agents spawned later
+        are left out. Agents are renamed under the new
+        root id (``<root>-sub-1`` becomes ``<root_agent_id>-sub-1``); an agent cut short of
+        its log is recorded as ``"running"`` (a restore decides what it was doing). The
+        session's data is the original's with ``forked_from`` (``{"session", "at"}``) and
+        the ``forks`` lineage the restore reads to give read-through events the new ids.
+
+        The prefixes are shared by reference where the store can (no event is copied), so a
+        fork costs about the same whatever the length of the logs; reading the fork reads
+        through to them. The original is not changed, and deleting it keeps the fork whole.
+        Snapshots are not carried over. With ``at=None`` every log is kept whole: a copy of
+        the session (as `Runtime.rewind` keeps the branch it abandons).
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            StoreError: ``new_session_id`` exists already.
+            UserError: An empty id, the same id twice, or an ``at`` that is neither None nor a
+                seq of the root's log.
+        """
+        ...
+
     def list_sessions(self) -> list[SessionInfo]:
         """A summary of every session, the most recently created first."""
         ...
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its agents and events.
+
+        A fork of the session keeps the prefix it shares: the store first copies it into the
+        fork (whoever holds the fork), so deleting costs the shared events of its forks.
 
         Raises:
             SessionNotFoundError: The session does not exist.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError
+from actors.store._sqlite_forks import create_forks
 from actors.store._sqlite_owners import create_owners
 
 __all__ = [
@@ -116,6 +117,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _create_v1,
     create_owners,
     _create_snapshots,
+    create_forks,
 ]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _sqlite_forks as forks
 from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
     check_id,
@@ -28,6 +29,7 @@ from actors.store._batch import (
     new_events,
     stored_agents,
 )
+from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import close_holder, new_holder
 from actors.store._protocol import SessionStore
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
@@ -279,15 +281,19 @@ class SQLiteStore(SessionStore):
             self._check_writer(conn, session_id)
             if not batch:
                 return
-            last = -1 if row[0] is None else int(row[0])
+            shared = forks.prefix_last(conn, session_id, agent_id)  # a fork's prefix
+            last = max(shared, -1 if row[0] is None else int(row[0]))
 
             def stored(low: int, high: int) -> dict[int, tuple[str, str]]:
-                rows = conn.execute(
-                    "SELECT seq, type, data FROM events"
-                    " WHERE session_id = ? AND agent_id = ? AND seq BETWEEN ? AND ?",
-                    (session_id, agent_id, low, high),
-                )
-                return {seq: (kind, data) for seq, kind, data in rows}
+                found: dict[int, tuple[str, str]] = {}
+                for where, agent, stop in forks.segments(conn, session_id, agent_id, high + 1):
+                    rows = conn.execute(
+                        "SELECT seq, type, data FROM events"
+                        " WHERE session_id = ? AND agent_id = ? AND seq >= ? AND seq < ?",
+                        (where, agent, low, stop),
+                    )
+                    found.update((seq, (kind, data)) for seq, kind, data in rows)
+                return found
 
             fresh = new_events(session_id, agent_id, batch, last, stored)
             if not fresh:
@@ -326,15 +332,19 @@ class SQLiteStore(SessionStore):
                     (session_id,),
                 )
                 kept = {agent_id: (seq, data) for agent_id, seq, data in rows}
-            if kept:
-                # Agent by agent, each from its snapshot's seq: a range of the primary key.
+            if kept or forks.has_forks(conn, session_id):
+                # Agent by agent, each from its snapshot's seq: ranges of the primary key (a
+                # fork's agent reads its shared prefix first, where it is stored).
                 event_rows = []
                 for agent_id in sorted({row[0] for row in agent_rows}):
-                    event_rows += conn.execute(
-                        "SELECT agent_id, seq, type, data, created_at FROM events"
-                        " WHERE session_id = ? AND agent_id = ? AND seq >= ? ORDER BY seq",
-                        (session_id, agent_id, kept.get(agent_id, (0, ""))[0]),
-                    ).fetchall()
+                    first = kept.get(agent_id, (0, ""))[0]
+                    for where, agent, stop in forks.segments(conn, session_id, agent_id):
+                        event_rows += conn.execute(
+                            "SELECT ?, seq, type, data, created_at FROM events"
+                            " WHERE session_id = ? AND agent_id = ? AND seq >= ? AND seq < ?"
+                            " ORDER BY seq",
+                            (agent_id, where, agent, first, stop),
+                        ).fetchall()
             else:
                 event_rows = conn.execute(
                     "SELECT agent_id, seq, type, data, created_at FROM events"
@@ -369,11 +379,14 @@ class SQLiteStore(SessionStore):
         with self._transaction("reading events", write=False) as conn:
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
-            rows = conn.execute(
-                "SELECT seq, type, data, created_at FROM events WHERE session_id = ?"
-                " AND agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
-                (session_id, agent_id, start, stop if stop is not None else 2**63 - 1),
-            ).fetchall()
+            end = stop if stop is not None else 2**63 - 1
+            rows = []
+            for where, agent, below in forks.segments(conn, session_id, agent_id, end):
+                rows += conn.execute(
+                    "SELECT seq, type, data, created_at FROM events WHERE session_id = ?"
+                    " AND agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                    (where, agent, start, below),
+                ).fetchall()
         with self._damaged(f"agent {agent_id!r} of session {session_id!r}"):
             return decode_log(rows)
 
@@ -399,6 +412,86 @@ class SQLiteStore(SessionStore):
                 " data = excluded.data",
                 (session_id, agent_id, seq, text),
             )
+
+    def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
+    ) -> None:
+        """Fork the session just after its root's event ``at``. See `SessionStore.fork`.
+
+        One transaction writes the new session, its agents and, per agent, a row of the
+        ``forks`` table pointing at the prefix it shares: no event is copied.
+        """
+        check_fork_args(session_id, new_session_id, at)
+        check_id("root_agent_id", root_agent_id)
+        with self._transaction("forking a session") as conn:
+            head = conn.execute(
+                "SELECT root_agent_id, data FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if head is None:
+                raise self._missing(session_id)
+            self._check_writer(conn, new_session_id)
+            if self._exists(conn, new_session_id):
+                raise StoreError(
+                    f"session {new_session_id!r} exists already in {self._path}; fork into a "
+                    "new session id"
+                )
+            agent_rows = conn.execute(
+                "SELECT agent_id, parent_id, name, status, position FROM agents"
+                " WHERE session_id = ? ORDER BY position, rowid",
+                (session_id,),
+            ).fetchall()
+            with self._damaged(f"session {session_id!r}"):
+                records = [AgentRecord(*row) for row in agent_rows]
+                source_data = decode_data(head[1])
+
+            def last(agent_id: str) -> int:
+                row = conn.execute(
+                    "SELECT MAX(seq) FROM events WHERE session_id = ? AND agent_id = ?",
+                    (session_id, agent_id),
+                ).fetchone()
+                own = -1 if row[0] is None else int(row[0])
+                return max(own, forks.prefix_last(conn, session_id, agent_id))
+
+            planned = plan_fork(
+                records,
+                head[0],
+                root_agent_id,
+                at,
+                {record.agent_id: last(record.agent_id) for record in records},
+                lambda probes: [
+                    forks.event_created_at(conn, session_id, agent, seq) for agent, seq in probes
+                ],
+            )
+            data = fork_data(source_data, session_id, at, head[0], root_agent_id, planned)
+            now = self._now()
+            conn.execute(
+                "INSERT INTO sessions (session_id, root_agent_id, data, created_at, updated_at,"
+                " event_count) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    new_session_id,
+                    root_agent_id,
+                    encode_data("session data", data),
+                    now,
+                    now,
+                    sum(a.upto for a in planned),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        new_session_id,
+                        a.record.agent_id,
+                        a.record.parent_id,
+                        a.record.name,
+                        a.record.status,
+                        a.record.position,
+                    )
+                    for a in planned
+                ],
+            )
+            forks.insert_fork(conn, new_session_id, session_id, planned)
 
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, the most recently created first. See `SessionStore.list_sessions`."""
@@ -431,7 +524,8 @@ class SQLiteStore(SessionStore):
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
             self._check_writer(conn, session_id)
-            for table in ("snapshots", "events", "agents", "sessions"):
+            forks.detach_forks(conn, session_id)  # its forks keep the prefixes they share
+            for table in ("forks", "snapshots", "events", "agents", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
@@ -444,6 +538,9 @@ class SQLiteStore(SessionStore):
                 " FROM sessions AS s WHERE s.session_id = ?",
                 (agent_id, session_id),
             ).fetchone()
+            if row is not None and agent_id:
+                shared = forks.prefix_last(conn, session_id, agent_id)
+                row = (max(shared, -1 if row[0] is None else int(row[0])),)
         if row is None:
             raise self._missing(session_id)
         return -1 if row[0] is None else int(row[0])

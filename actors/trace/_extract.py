@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,7 +30,7 @@ _CHILD_STATUS: dict[str, SpanStatus] = {
 _LABEL_LENGTH = 120
 
 
-def build_trace(session: StoredSession) -> Trace:
+def build_trace(session: StoredSession, branches: Sequence[tuple[str, int]] = ()) -> Trace:
     """Read a stored session into a `Trace`: one lane per agent, parents before children.
 
     Each agent's log is read with `AgentContext.deserialize`, so the trace holds exactly the
@@ -37,6 +38,8 @@ def build_trace(session: StoredSession) -> Trace:
 
     Args:
         session: A session as `SessionStore.load` returns it.
+        branches: Forks of the session (their ids and the root's seq each was cut after):
+            marked on the root's lane, and linked from the page.
 
     Returns:
         The session's timeline.
@@ -45,13 +48,33 @@ def build_trace(session: StoredSession) -> Trace:
         SerializationError: An agent's stored context cannot be read.
     """
     lanes = tuple(_lane(agent, depth) for agent, depth in session.tree_order())
+    origin = session.data.get("forked_from")
+    forked_from = None
+    if isinstance(origin, dict) and isinstance(origin.get("at"), int):
+        forked_from = (str(origin.get("session")), int(origin["at"]))
+    forks = [(f"forked from {forked_from[0]}", forked_from[1])] if forked_from else []
+    forks += [(f"branch {branch}", at) for branch, at in branches]
+    if forks and lanes and lanes[0].agent_id == session.root_agent_id:
+        lanes = (_with_forks(lanes[0], forks), *lanes[1:])
     return Trace(
         session_id=session.session_id,
         root_agent_id=session.root_agent_id,
         created_at=session.created_at,
         updated_at=session.updated_at,
         lanes=lanes,
+        forked_from=forked_from,
+        branches=tuple(branches),
     )
+
+
+def _with_forks(lane: Lane, forks: Sequence[tuple[str, int]]) -> Lane:
+    """The root's lane with a ``fork`` marker at each event a fork was cut after."""
+    when = {event.seq: event.created_at for event in lane.events}
+    marks = [
+        Marker("fork", lane.agent_id, when[at], label, at) for label, at in forks if at in when
+    ]
+    markers = tuple(sorted((*lane.markers, *marks), key=lambda m: (m.seq, m.kind == "fork")))
+    return dataclasses.replace(lane, markers=markers)
 
 
 def _lane(stored: StoredAgent, depth: int) -> Lane:

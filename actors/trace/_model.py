@@ -13,7 +13,15 @@ __all__ = ["SPAN_KINDS", "SPAN_STATUSES", "Lane", "Marker", "Span", "Trace"]
 SpanKind = Literal["turn", "model", "tool", "subagent"]
 SpanStatus = Literal["ok", "error", "cancelled", "interrupted", "suspended", "open"]
 MarkerKind = Literal[
-    "suspended", "resumed", "steered", "cancelled", "error", "recovered", "compacted", "custom"
+    "suspended",
+    "resumed",
+    "steered",
+    "cancelled",
+    "error",
+    "recovered",
+    "compacted",
+    "custom",
+    "fork",
 ]
 
 SPAN_KINDS: Final = ("turn", "model", "tool", "subagent")
@@ -65,7 +73,8 @@ class Marker:
 
     Attributes:
         kind: ``"suspended"``, ``"resumed"``, ``"steered"``, ``"cancelled"``, ``"error"``,
-            ``"recovered"``, ``"compacted"`` or ``"custom"``.
+            ``"recovered"``, ``"compacted"``, ``"custom"``, or ``"fork"`` (on the root: where this
+            session was forked from its original, or where a branch of it was cut).
         agent_id: The agent whose log holds the event.
         at: The event's ``created_at``.
         label: A short title read from the event.
@@ -117,6 +126,10 @@ class Trace:
         created_at: When the session was created.
         updated_at: When anything of the session was last written.
         lanes: One lane per agent, depth first in spawn order.
+        forked_from: For a fork, the session it was forked from and the root's seq it was cut
+            after.
+        branches: The forks of this session the trace knows of, each with the root's seq it
+            was cut after.
     """
 
     session_id: str
@@ -124,6 +137,8 @@ class Trace:
     created_at: datetime
     updated_at: datetime
     lanes: tuple[Lane, ...]
+    forked_from: tuple[str, int] | None = None
+    branches: tuple[tuple[str, int], ...] = ()
 
     @property
     def usage(self) -> Usage:

@@ -8,6 +8,7 @@ import html
 import json
 import os
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -20,7 +21,7 @@ from actors.store import SessionStore, StoredSession
 from actors.trace._extract import build_trace
 from actors.trace._model import Lane, Span, Trace
 
-__all__ = ["render_trace", "write_trace"]
+__all__ = ["render_trace", "write_trace"]  # branches_of: for the command only
 
 _SLOT = re.compile(r"@@([A-Z]+)@@")
 # JSON never needs these characters outside strings, so escaping them there is lossless, and
@@ -29,7 +30,9 @@ _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", 
 _UNSAFE_RE = re.compile("[<>&\u2028\u2029]")
 
 
-def render_trace(session: StoredSession | Trace) -> str:
+def render_trace(
+    session: StoredSession | Trace, *, branches: Sequence[tuple[str, int]] = ()
+) -> str:
     """The trace viewer page of a session: one self-contained HTML document.
 
     The page shows one lane per agent (parents before their children) with its turns, model
@@ -41,6 +44,8 @@ def render_trace(session: StoredSession | Trace) -> str:
 
     Args:
         session: A loaded session (`SessionStore.load`), or a `Trace` built from one.
+        branches: For a loaded session: its forks (id, and the root's seq each was cut
+            after), marked on the root's lane and linked from the header.
 
     Returns:
         The HTML text.
@@ -48,7 +53,7 @@ def render_trace(session: StoredSession | Trace) -> str:
     Raises:
         SerializationError: An agent's stored context cannot be read.
     """
-    trace = session if isinstance(session, Trace) else build_trace(session)
+    trace = session if isinstance(session, Trace) else build_trace(session, branches)
     script = _asset("viewer.js")
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     # Only the viewer's own script may run (by its hash): no inline handler, no other script.
@@ -71,6 +76,9 @@ def render_trace(session: StoredSession | Trace) -> str:
 def write_trace(store: SessionStore, session_id: str, path: str | os.PathLike[str]) -> Path:
     """Write the trace viewer page of a stored session to ``path``.
 
+    The forks of the session in ``store`` are marked where they were cut and linked (as
+    ``trace-<fork id>.html`` beside it, the name ``actors trace`` gives them).
+
     Args:
         store: The store that holds the session.
         session_id: The session's id.
@@ -84,10 +92,22 @@ def write_trace(store: SessionStore, session_id: str, path: str | os.PathLike[st
         SerializationError: An agent's stored context cannot be read.
         OSError: The file cannot be written.
     """
-    page = render_trace(store.load(session_id))
+    page = render_trace(store.load(session_id), branches=branches_of(store, session_id))
     target = Path(path)
     write_whole(target, page)
     return target
+
+
+def branches_of(store: SessionStore, session_id: str) -> list[tuple[str, int]]:
+    """The forks of a session in ``store``: each one's id and the root's seq it was cut after."""
+    found = []
+    for info in store.list_sessions():
+        origin = info.data.get("forked_from")
+        if isinstance(origin, dict) and origin.get("session") == session_id:
+            at = origin.get("at")
+            if isinstance(at, int):
+                found.append((info.session_id, at))
+    return sorted(found, key=lambda branch: (branch[1], branch[0]))
 
 
 @cache
@@ -145,6 +165,8 @@ def _page_data(trace: Trace) -> dict[str, Any]:
             "t0": t0,
             "duration": _micros(end) - t0 if end is not None else 0,
             "events": trace.event_count,
+            "forkedFrom": list(trace.forked_from) if trace.forked_from else None,
+            "branches": [list(branch) for branch in trace.branches],
         },
         "total": _usage(trace.usage),
         "lanes": [_lane_data(lane, t0) for lane in trace.lanes],

@@ -9,7 +9,7 @@
   const MARKS = {
     suspended: ["⏸", "suspended"], resumed: ["▶", "resumed"], steered: ["✎", "steered"],
     cancelled: ["✕", "cancelled"], error: ["!", "error"], recovered: ["↻", "recovered"],
-    compacted: ["≡", "compacted"], custom: ["•", "user event"],
+    compacted: ["≡", "compacted"], custom: ["•", "user event"], fork: ["⑂", "fork point"],
   };
   const MAX_EVENTS_SHOWN = 400;
   const MAX_ZOOM = 4096;
@@ -58,6 +58,23 @@
     "root " + session.root + " · " + data.lanes.length + " agents · " + session.events +
     " events · " + fmtDuration(session.duration) + (session.events ? " from " + fmtAt(0) : "") +
     " · total: " + fmtUsage(data.total);
+  // Forks: where this session came from, and its branches, as links to their traces (the
+  // files `actors trace` writes beside this one).
+  function traceLink(id) {
+    const link = el("a", "", id);
+    link.href = "trace-" + id.replace(/[^\w.-]/g, "_") + ".html";
+    return link;
+  }
+  const lineage = document.getElementById("lineage");
+  if (session.forkedFrom) {
+    lineage.append("forked from ", traceLink(session.forkedFrom[0]),
+      " after its event " + session.forkedFrom[1]);
+  }
+  for (const [i, branch] of session.branches.entries()) {
+    lineage.append(i === 0 ? (session.forkedFrom ? " · branches: " : "branches: ") : ", ",
+      traceLink(branch[0]), " (after " + branch[1] + ")");
+  }
+  lineage.hidden = !session.forkedFrom && session.branches.length === 0;
   const legend = document.getElementById("legend");
   function group(name) { legend.append(el("li", "group", name)); }
   group("spans:");

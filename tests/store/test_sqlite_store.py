@@ -96,7 +96,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 4
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -139,7 +139,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,7 +197,7 @@ def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
         store.acquire("s1")
         assert store.load("s1").root_agent_id == "root"
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
 
 
@@ -225,7 +225,7 @@ def test_a_version_2_file_gains_the_snapshots_table_and_keeps_its_logs(path: Pat
         store.put_snapshot("s1", "root", {"seq": 1})
         assert store.load("s1", snapshots=True).agent("root").first_seq == 1
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
@@ -417,3 +417,28 @@ def test_a_holder_on_another_host_is_taken_as_alive(path: Path) -> None:
     with SQLiteStore(path) as store, pytest.raises(SessionBusyError) as caught:
         store.acquire("s1")
     assert (caught.value.holder_host, caught.value.holder_pid) == ("elsewhere.invalid", 4242)
+
+
+def test_a_version_3_file_gains_the_forks_table_and_forks(path: Path) -> None:
+    with raw(path) as conn:  # what the previous release wrote: migrations 1 to 3
+        conn.execute("BEGIN IMMEDIATE")
+        for migration in _schema.MIGRATIONS[:3]:
+            migration(conn)
+        conn.execute("PRAGMA user_version = 3")
+        conn.execute("COMMIT")
+        now = "2025-01-01T00:00:00+00:00"
+        conn.execute("INSERT INTO sessions VALUES ('s1', 'root', '{}', ?, ?, 2)", (now, now))
+        conn.execute("INSERT INTO agents VALUES ('s1', 'root', NULL, 'root', 'idle', 0)")
+        for seq in range(2):
+            conn.execute(
+                "INSERT INTO events VALUES ('s1', 'root', ?, 'app.step', '{}', ?)",
+                (seq, "2025-01-01T00:00:00Z"),
+            )
+    with SQLiteStore(path) as store:
+        store.fork("s1", "f1", at=0, root_agent_id="f")
+        assert [e["seq"] for e in store.read_events("f1", "f")] == [0]
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("SELECT COUNT(*) FROM forks").fetchone()[0] == 1
+        # Shared by reference: the fork's event is the original's row, not a copy.
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2

@@ -23,7 +23,7 @@ from actors.testing import ScriptedModel, call
 from actors.trace import render_trace
 
 from . import browser
-from .sessions import big_session, session_of
+from .sessions import big_session, demo_session, session_of
 from .test_render import HOSTILE
 
 WAIT = 20.0
@@ -208,4 +208,26 @@ def test_a_ten_thousand_event_session_draws_quickly(driver: Any, tmp_path: Path)
     wide.click()
     _, payloads = details(driver)
     assert "a plausible paragraph" in payloads[-1]
+    assert page_errors(driver) == []
+
+
+def test_a_fork_links_its_original_and_its_branches(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from actors.store import SQLiteStore
+    from actors.trace import write_trace
+
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        demo_session(store, "d1")
+        store.fork("d1", "b1", at=3, root_agent_id="b1")
+        write_trace(store, "d1", tmp_path / "trace-d1.html")
+        write_trace(store, "b1", tmp_path / "trace-b1.html")
+    open_page(driver, tmp_path / "trace-d1.html")
+    lineage = driver.find_element(By.ID, "lineage")
+    assert lineage.text == "branches: b1 (after 3)"
+    assert driver.find_elements(By.CSS_SELECTOR, ".marker.m-fork")
+    link = lineage.find_element(By.TAG_NAME, "a")
+    assert link.get_attribute("href") == (tmp_path / "trace-b1.html").resolve().as_uri()
+    open_page(driver, tmp_path / "trace-b1.html")
+    assert driver.find_element(By.ID, "lineage").text == "forked from d1 after its event 3"
     assert page_errors(driver) == []

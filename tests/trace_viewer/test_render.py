@@ -164,3 +164,23 @@ def test_an_empty_session_renders_a_page_that_says_so() -> None:
         data = Page(render_trace(store.load("empty"))).data()
     assert data["lanes"] == []
     assert data["session"]["events"] == 0
+
+
+def test_fork_points_are_marked_and_branches_linked(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        demo_session(store, "d1")
+        root = store.load("d1").root_agent_id
+        at = store.last_seq("d1", root) // 2
+        store.fork("d1", "b1", at=at, root_agent_id="b1")
+        write_trace(store, "d1", tmp_path / "trace-d1.html")
+        write_trace(store, "b1", tmp_path / "trace-b1.html")
+        original = Page((tmp_path / "trace-d1.html").read_text(encoding="utf-8")).data()
+        fork = Page((tmp_path / "trace-b1.html").read_text(encoding="utf-8")).data()
+    assert original["session"]["branches"] == [["b1", at]]
+    assert original["session"]["forkedFrom"] is None
+    marks = [m for m in original["lanes"][0]["markers"] if m[0] == "fork"]
+    assert [(m[2], m[3]) for m in marks] == [("branch b1", at)]
+    assert fork["session"]["forkedFrom"] == ["d1", at]
+    assert fork["session"]["branches"] == []
+    marks = [m for m in fork["lanes"][0]["markers"] if m[0] == "fork"]
+    assert [(m[2], m[3]) for m in marks] == [("forked from d1", at)]
