@@ -98,13 +98,15 @@ class A2AModel:
             async with asyncio.timeout(self.timeout):
                 await self._call(prompt, reply)
         except TimeoutError:
-            self._cancel_remote(reply.task_id)
+            await self._acancel_remote(reply.task_id)
             raise ModelTimeoutError(
                 f"the remote agent at {self.url} did not finish its task within {self.timeout:g} s"
             ) from None
         except asyncio.CancelledError:
+            # Cancelled by the token or by the host (which cancels the request's task): either
+            # way the remote task must not run on for nobody.
+            self._cancel_remote(reply.task_id)
             if ours and task.uncancel() == 0:
-                self._cancel_remote(reply.task_id)
                 raise Cancelled(request.cancellation.reason or "cancelled") from None
             raise
         finally:
@@ -150,24 +152,25 @@ class A2AModel:
             finally:
                 await client.close()
 
-    def _cancel_remote(self, task_id: str | None) -> None:
-        """Ask the remote agent to cancel ``task_id``, without waiting (best effort)."""
+    async def _acancel_remote(self, task_id: str | None) -> None:
+        """Ask the remote agent to cancel ``task_id`` (best effort, within ``connect_timeout``)."""
         if task_id is None:
             return
+        with contextlib.suppress(Exception):  # best effort: the remote may be gone already
+            async with asyncio.timeout(self.connect_timeout), self._http() as http:
+                config = ClientConfig(httpx_client=http, streaming=False)
+                client = await create_client(self.url, client_config=config)
+                try:
+                    await client.cancel_task(CancelTaskRequest(id=task_id))
+                finally:
+                    await client.close()
 
-        async def cancel() -> None:
-            with contextlib.suppress(Exception):  # best effort: the remote may be gone already
-                async with asyncio.timeout(self.connect_timeout), self._http() as http:
-                    config = ClientConfig(httpx_client=http, streaming=False)
-                    client = await create_client(self.url, client_config=config)
-                    try:
-                        await client.cancel_task(CancelTaskRequest(id=task_id))
-                    finally:
-                        await client.close()
-
-        job = asyncio.get_running_loop().create_task(cancel())
-        _cancels.add(job)
-        job.add_done_callback(_cancels.discard)
+    def _cancel_remote(self, task_id: str | None) -> None:
+        """`_acancel_remote` without waiting (the run was cancelled: it must not wait)."""
+        if task_id is not None:
+            job = asyncio.get_running_loop().create_task(self._acancel_remote(task_id))
+            _cancels.add(job)
+            job.add_done_callback(_cancels.discard)
 
 
 def _prompt_of(messages: Sequence[Message]) -> str:
