@@ -94,18 +94,23 @@ class A2AModel:
                 loop.call_soon_threadsafe(cancel_task)
 
         unregister = request.cancellation.on_cancel(on_cancel)
+        # The stream is read by a task of its own, so that a request cancelled before the
+        # remote named its task can still learn the name, and cancel the task by it.
+        reader = loop.create_task(self._call(prompt, reply))
         try:
             async with asyncio.timeout(self.timeout):
-                await self._call(prompt, reply)
+                await asyncio.shield(reader)
         except TimeoutError:
-            await self._acancel_remote(reply.task_id)
+            await self._abandon(reader, reply)
             raise ModelTimeoutError(
                 f"the remote agent at {self.url} did not finish its task within {self.timeout:g} s"
             ) from None
         except asyncio.CancelledError:
             # Cancelled by the token or by the host (which cancels the request's task): either
             # way the remote task must not run on for nobody.
-            self._cancel_remote(reply.task_id)
+            job = loop.create_task(self._abandon(reader, reply))
+            _cancels.add(job)
+            job.add_done_callback(_cancels.discard)
             if ours and task.uncancel() == 0:
                 raise Cancelled(request.cancellation.reason or "cancelled") from None
             raise
@@ -127,6 +132,12 @@ class A2AModel:
         )
 
     async def _call(self, prompt: str, reply: _Reply) -> None:
+        try:
+            await self._stream(prompt, reply)
+        finally:
+            reply.named.set()  # no task id will come any more
+
+    async def _stream(self, prompt: str, reply: _Reply) -> None:
         async with self._http() as http:
             try:
                 client = await create_client(
@@ -165,12 +176,20 @@ class A2AModel:
                 finally:
                     await client.close()
 
-    def _cancel_remote(self, task_id: str | None) -> None:
-        """`_acancel_remote` without waiting (the run was cancelled: it must not wait)."""
-        if task_id is not None:
-            job = asyncio.get_running_loop().create_task(self._acancel_remote(task_id))
-            _cancels.add(job)
-            job.add_done_callback(_cancels.discard)
+    async def _abandon(self, reader: asyncio.Task[None], reply: _Reply) -> None:
+        """Stop reading, and cancel the remote task once its id is known.
+
+        Waits at most ``connect_timeout`` for the id (or for the stream to end without one).
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.connect_timeout):
+                await reply.named.wait()
+        try:
+            await self._acancel_remote(reply.task_id)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(BaseException):  # its end is of no interest any more
+                await reader
 
 
 def _prompt_of(messages: Sequence[Message]) -> str:
@@ -187,6 +206,7 @@ class _Reply:
     def __init__(self, on_delta: Callable[[StreamDelta], None] | None) -> None:
         self._on_delta = on_delta
         self.task_id: str | None = None
+        self.named = asyncio.Event()  # set once the task id is known (or never will be)
         self.state: Any = TaskState.TASK_STATE_UNSPECIFIED
         self.artifacts: dict[str, list[str]] = {}
         self.status_text = ""
@@ -206,6 +226,7 @@ class _Reply:
         elif which == "task":
             task = response.task
             self.task_id = task.id
+            self.named.set()
             self.state = task.status.state
             if task.status.HasField("message"):
                 self.status_text = _text_of(task.status.message.parts)
@@ -213,6 +234,7 @@ class _Reply:
         elif which == "status_update":
             update = response.status_update
             self.task_id = update.task_id
+            self.named.set()
             self.state = update.status.state
             if update.status.HasField("message"):
                 self.status_text = _text_of(update.status.message.parts)
@@ -225,6 +247,7 @@ class _Reply:
         elif which == "artifact_update":
             update = response.artifact_update
             self.task_id = update.task_id
+            self.named.set()
             text = _text_of(update.artifact.parts)
             chunks = self.artifacts.setdefault(update.artifact.artifact_id, [])
             if not update.append:

@@ -47,7 +47,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from actors import Answer, Request, RunEnded, RunResult, StreamEvent
+from actors import AgentRef, Answer, Request, RunEnded, RunResult, StreamEvent
 from actors.serve._api_error import ApiError
 from actors.serve._state import Server
 from actors.serve._wire import error_of, event_of, jsonable, requests_of
@@ -174,29 +174,63 @@ class SessionExecutor(AgentExecutor):
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         session_id = task.context_id
+        resuming = task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         try:
-            ref = await run_in_threadpool(_open_or_create, server, session_id)
-            if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-                stored = await run_in_threadpool(server.load, session_id)
-                opened = [Request.model_validate(r) for r in requests_of(stored)]
-                events = ref.aresume_stream(answers_of(message, opened))
-            else:
-                events = ref.arun_stream(_prompt_of(message))
+            server.check_id(session_id)
         except ApiError as exc:
             await updater.failed(_agent_text(updater, f"{exc.code}: {exc.message}"))
             return
+        # Claim the session before anything starts: one run at a time, whichever door.
         run_id = server.runs.begin(session_id)
         if run_id is None:
-            await updater.failed(
-                _agent_text(updater, f"session {session_id!r} is running another run; retry later")
-            )
+            text = f"session {session_id!r} is running another run; retry when it ends"
+            if resuming:  # the question still stands: the task stays answerable
+                await updater.requires_input(_agent_text(updater, text))
+            else:
+                await updater.failed(_agent_text(updater, text))
             return
         try:
+            events = await self._start(server, session_id, message, resuming, updater)
+            if events is None:
+                return
+            ref, stream = events
             await updater.start_work()
-            ended = await _forward(events, ref.agent_id, updater)
+            ended = await _forward(stream, ref.agent_id, updater)
         finally:
             server.runs.finish(session_id, run_id)
         await _finish(ended, updater)
+
+    async def _start(
+        self,
+        server: Server,
+        session_id: str,
+        message: Message,
+        resuming: bool,
+        updater: TaskUpdater,
+    ) -> tuple[AgentRef, AsyncIterator[StreamEvent]] | None:
+        """The session's root and the stream of its run (new, or resumed with the answers).
+
+        None when the task ended here (the session cannot run; the answers were malformed).
+        """
+        try:
+            ref = await run_in_threadpool(_open_or_create, server, session_id)
+            if not resuming:
+                return ref, ref.arun_stream(_prompt_of(message))
+            stored = await run_in_threadpool(server.load, session_id)
+            opened = [Request.model_validate(r) for r in requests_of(stored)]
+            try:
+                answers = answers_of(message, opened)
+            except ValueError as exc:
+                # A malformed answer changes nothing: the same requests are asked again.
+                asked = _requests_message(
+                    updater, tuple(opened), f"That answer was not valid: {exc}"
+                )
+                await updater.requires_input(asked)
+                return None
+            return ref, ref.aresume_stream(answers)
+        except ApiError as exc:
+            await updater.failed(_agent_text(updater, f"{exc.code}: {exc.message}"))
+            return None
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task's run (and its subagents); the task ends ``canceled``."""
@@ -210,7 +244,7 @@ class SessionExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task_id, session_id).cancel()
 
 
-def _open_or_create(server: Server, session_id: str) -> Any:
+def _open_or_create(server: Server, session_id: str) -> AgentRef:
     try:
         server.check(session_id)
     except ApiError as exc:
@@ -261,8 +295,10 @@ def _agent_text(updater: TaskUpdater, text: str) -> Message:
     return updater.new_agent_message([new_text_part(text)])
 
 
-def _requests_message(updater: TaskUpdater, requests: tuple[Request, ...]) -> Message:
-    lines = []
+def _requests_message(
+    updater: TaskUpdater, requests: tuple[Request, ...], note: str = ""
+) -> Message:
+    lines = [note] if note else []
     for request in requests:
         what = "approve" if request.kind == "approval" else request.kind
         lines.append(f"[{what}] {request.prompt}".rstrip())

@@ -235,3 +235,70 @@ def test_the_tool_context_never_leaves_the_server(served: str) -> None:
     responses = _send(served, "peek")
     assert SECRET not in str(responses)
     assert SECRET not in str(_final_task(served, responses))
+
+
+def _send_data(url: str, data: dict[str, Any], task: Task) -> list[StreamResponse]:
+    """Send a message with one data part on ``task``."""
+    from a2a.helpers import new_data_part
+    from a2a.types import Message
+
+    async def go() -> list[StreamResponse]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            client = await create_client(url, client_config=ClientConfig(httpx_client=http))
+            message = Message(
+                message_id="m-data",
+                role=Role.ROLE_USER,
+                task_id=task.id,
+                context_id=task.context_id,
+                parts=[new_data_part(data)],
+            )
+            return [r async for r in client.send_message(SendMessageRequest(message=message))]
+
+    return asyncio.run(go())
+
+
+def test_answers_by_request_id_and_a_malformed_one_asks_again(served: str) -> None:
+    task = _final_task(served, _send(served, "approve"))
+    # A malformed answer changes nothing: the task still asks, and nothing ran.
+    bad = _send_data(served, {"answers": {"some-id": {"ok": "perhaps", "extra": 1}}}, task)
+    again = _final_task(served, bad)
+    assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    note = again.status.message.parts[0].text
+    assert note.startswith("That answer was not valid")
+    [request] = MessageToDict(again.status.message.metadata)["actors_requests"]
+    done = _final_task(served, _send_data(served, {"answers": {request["id"]: True}}, task))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.artifacts[-1].parts[0].text == "Finished: deleted /tmp/x"
+
+
+def test_a_second_task_on_a_running_session_fails_and_the_first_goes_on(
+    served: str, context: dict[str, Any]
+) -> None:
+    async def go() -> tuple[Task, list[StreamResponse]]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            client = await create_client(served, client_config=ClientConfig(httpx_client=http))
+            stream = client.send_message(
+                SendMessageRequest(message=new_text_message("wait", role=Role.ROLE_USER))
+            )
+            first: Task | None = None
+            async for response in stream:
+                if response.HasField("task"):
+                    first = response.task
+                events = _events([response])
+                if events and events[0]["kind"] == "tool_call_started":
+                    break  # the first run holds the session, waiting at the gate
+            assert first is not None
+            second = await asyncio.to_thread(
+                _send, served, "hi", context_id=first.context_id, streaming=False
+            )
+            context["gate"].set()
+            rest = [r async for r in stream]
+            return first, [*second, *rest]
+
+    first, responses = asyncio.run(go())
+    refused = responses[0].task
+    assert refused.status.state == TaskState.TASK_STATE_FAILED
+    assert "running another run" in refused.status.message.parts[0].text
+    done = _final_task(served, [StreamResponse(task=first)])
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.artifacts[-1].parts[0].text == "Finished: the gate opened"
