@@ -8,6 +8,7 @@ importing ``actors.a2a`` without it raises an `ImportError` naming the extra.
   subagent (``Agent(subagents=[A2AAgent(url)])``) and the parent's model calls the remote agent
   like any child: the child appears in the tree, the remote's streamed text arrives as the
   child's text deltas, and a remote failure or a timeout is the child's error for the parent.
+  As a toolset (``Agent(toolsets=[A2AAgent(url)])``) it is one tool that asks the remote.
 
 Serving the other way (each served agent is an A2A agent) is `actors.serve`'s: see
 ``actors serve`` and `actors.serve.a2a_routes`.

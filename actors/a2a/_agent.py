@@ -1,19 +1,23 @@
-"""`A2AAgent`: an agent spec whose replies come from a remote A2A agent."""
+"""`A2AAgent`: an agent spec whose replies come from a remote A2A agent; also a toolset."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from actors.a2a._model import A2AModel
+from actors.context._messages import UserMessage
 from actors.exceptions import AgentDefinitionError
 from actors.loop._agent import Agent
+from actors.loop._tools import Tool
+from actors.models._model import ModelRequest
 
 __all__ = ["A2AAgent"]
 
 
 class A2AAgent(Agent[str]):
-    """A remote A2A agent as an `Agent`: give it to a parent as a subagent.
+    """A remote A2A agent as an `Agent`: give it to a parent as a subagent, or as a toolset.
 
     ``Agent("boss", subagents=[A2AAgent("http://host:8000", name="researcher")])`` lets the
     boss's model call the remote agent like any child: a child agent is spawned in the tree,
@@ -23,6 +27,10 @@ class A2AAgent(Agent[str]):
     lives on). A remote task that asks for input ends the call with the remote's question as
     the answer. Each call is a task in a new A2A context: the remote keeps no thread across
     calls.
+
+    As a toolset (``Agent("boss", toolsets=[A2AAgent(url, name="researcher")])``) it is one
+    tool, named ``name``, that sends its ``task`` argument to the remote agent and returns the
+    answer: no child in the tree and no streamed text, the same errors as the tool's error.
 
     Args:
         url: The remote agent's base URL (its card at ``/.well-known/agent-card.json``).
@@ -71,3 +79,52 @@ class A2AAgent(Agent[str]):
         model: Any = self.model
         url: str = model.url
         return url
+
+    # -- as a toolset ----------------------------------------------------------------------
+
+    @property
+    def key(self) -> Hashable:
+        """Identity among toolsets: one tool per remote agent and name."""
+        return ("a2a", self.url, self.name)
+
+    def open_view(self, loop: asyncio.AbstractEventLoop) -> _ToolView:
+        """The toolset's live side: its one tool (nothing to connect ahead of a call)."""
+        return _ToolView(_remote_tool(self))
+
+
+class _ToolView:
+    """The one tool of an `A2AAgent` used as a toolset."""
+
+    def __init__(self, tool: Tool) -> None:
+        self._tools = (tool,)
+
+    def tools_nowait(self) -> tuple[Tool, ...]:
+        return self._tools
+
+    async def aprepare(self) -> None:
+        """Nothing to open: each call connects (the remote may come and go)."""
+
+    async def aclose(self) -> None:
+        """Nothing held between calls."""
+
+
+def _remote_tool(agent: A2AAgent) -> Tool:
+    model: A2AModel = agent.model  # type: ignore[assignment]
+
+    async def call_remote(task: str) -> str:
+        """Send a task to the remote agent; its answer.
+
+        Args:
+            task: What the remote agent should do, in words.
+        """
+        request = ModelRequest(messages=(UserMessage(content=task),), agent_id=agent.name)
+        response = await model.request(request)
+        return response.message.content
+
+    # The call bounds itself (``timeout``); the tool's own limit is a backstop past it.
+    return Tool.from_function(
+        call_remote,
+        name=agent.name,
+        description=agent.description,
+        timeout=model.timeout + model.connect_timeout + 5,
+    )

@@ -158,3 +158,28 @@ def test_remote_agent_error_keeps_its_fields_across_pickle() -> None:
 
     error = pickle.loads(pickle.dumps(RemoteAgentError("it failed", "http://x", "failed")))
     assert (str(error), error.url, error.state) == ("it failed", "http://x", "failed")
+
+
+def test_as_a_toolset_it_is_one_tool_that_asks_the_remote(
+    toy: tuple[str, ToyExecutor],
+) -> None:
+    url, _ = toy
+    remote = A2AAgent(url, name="toy", description="Echoes.")
+
+    offered: list[tuple[str, str]] = []
+
+    def reply(messages: Sequence[Message], tools: Any) -> Any:
+        offered.extend((t.name, t.description) for t in tools)
+        last = messages[-1]
+        if last.role == "tool":
+            return f"{'error' if last.is_error else 'ok'}: {last.content}"
+        return call("toy", task=str(getattr(last, "content", "")))
+
+    boss = Agent("boss", model=FunctionModel(reply), toolsets=[remote])
+    with Runtime() as runtime:
+        ref = runtime.spawn(boss)
+        assert ref.run("hi you").output == "ok: echo: hi you"
+        failed = ref.run("fail please").output
+    assert failed.startswith("error: ")
+    assert "ended its task failed: the toy broke" in failed
+    assert set(offered) == {("toy", "Echoes.")}
