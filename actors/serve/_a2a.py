@@ -26,6 +26,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
@@ -40,14 +41,18 @@ from a2a.types import (
     SecurityScheme,
     TaskState,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
+from a2a.utils.constants import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    PROTOCOL_VERSION_0_3,
+    PROTOCOL_VERSION_CURRENT,
+)
 from google.protobuf.json_format import MessageToDict
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from actors import AgentRef, Answer, Request, RunEnded, RunResult, StreamEvent
+from actors import AgentRef, Answer, Request, RunEnded, RunResult, StreamEvent, __version__
 from actors.serve._api_error import ApiError
 from actors.serve._state import Server
 from actors.serve._wire import error_of, event_of, jsonable, requests_of
@@ -98,25 +103,26 @@ def a2a_routes(path: str = A2A_PATH, *, bearer: bool = False) -> list[BaseRoute]
         server = _server_of_app(request)
         base = str(request.base_url).rstrip("/")
         made = _card(server.agent.name, server.agent.description, base + path, token=bearer)
-        return JSONResponse(MessageToDict(made, preserving_proto_field_name=False))
+        # The SDK's own rendering: A2A 1.0, with the 0.3 fields beside for older clients.
+        return JSONResponse(agent_card_to_dict(made))
 
     return [
         Route(A2A_CARD_PATH, card, methods=["GET"]),
-        *create_jsonrpc_routes(handler, path, context_builder=_ContextBuilder()),
+        *create_jsonrpc_routes(
+            handler, path, context_builder=_ContextBuilder(), enable_v0_3_compat=True
+        ),
     ]
 
 
 def _card(name: str, description: str, url: str, *, token: bool) -> AgentCard:
-    from actors import __version__
-
     card = AgentCard(
         name=name,
         description=description or f"the {name} agent",
         version=__version__,
+        # The same endpoint speaks A2A 1.0 and, for older clients, 0.3.
         supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_CURRENT
-            )
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)
+            for version in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain", "application/json"],
@@ -135,7 +141,7 @@ def _card(name: str, description: str, url: str, *, token: bool) -> AgentCard:
             SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="bearer"))
         )
         requirement = SecurityRequirement()
-        requirement.schemes["bearer"].list.extend([])
+        requirement.schemes["bearer"].SetInParent()  # the scheme, with no scopes
         card.security_requirements.append(requirement)
     return card
 

@@ -302,3 +302,28 @@ def test_a_second_task_on_a_running_session_fails_and_the_first_goes_on(
     done = _final_task(served, [StreamResponse(task=first)])
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert done.artifacts[-1].parts[0].text == "Finished: the gate opened"
+
+
+def test_an_a2a_0_3_client_is_understood_too(served: str) -> None:
+    with httpx.Client(base_url=served, timeout=30) as http:
+        card = http.get("/.well-known/agent-card.json").json()
+        assert card["url"] == f"{served}/a2a"  # the 0.3 fields, beside the 1.0 ones
+        assert card["protocolVersion"] == "0.3"
+        message = {
+            "role": "user",
+            "messageId": "m-0.3",
+            "kind": "message",
+            "parts": [{"kind": "text", "text": "old friend"}],
+        }
+        answer = http.post(
+            "/a2a",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": message},
+            },
+        ).json()
+    task = answer["result"]
+    assert task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "Hello, old friend!"}
