@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from a2a.client import A2AClientError, A2AClientTimeoutError, ClientConfig, create_client
+from a2a.client import A2AClientTimeoutError, ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import CancelTaskRequest, Part, Role, SendMessageRequest, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
@@ -143,7 +143,9 @@ class A2AModel:
                 client = await create_client(
                     self.url, client_config=ClientConfig(httpx_client=http, streaming=True)
                 )
-            except (A2AClientError, httpx.HTTPError, ValueError) as exc:
+            except (A2AClientTimeoutError, httpx.TimeoutException):
+                raise TimeoutError from None
+            except Exception as exc:  # the SDK's, httpx's, a card that does not parse
                 raise RemoteAgentError(
                     f"the remote agent at {self.url} could not be reached: "
                     f"{type(exc).__name__}: {exc}",
@@ -153,9 +155,10 @@ class A2AModel:
                 message = new_text_message(prompt, role=Role.ROLE_USER)
                 async for response in client.send_message(SendMessageRequest(message=message)):
                     reply.take(response)
-            except A2AClientTimeoutError:
+            except (A2AClientTimeoutError, httpx.TimeoutException):
                 raise TimeoutError from None
-            except (A2AClientError, httpx.HTTPError) as exc:
+            except Exception as exc:  # a JSON-RPC error, a broken stream, a reply off the spec
+                # A model raises model errors only: whatever broke is the remote agent's.
                 raise RemoteAgentError(
                     f"the remote agent at {self.url} failed: {type(exc).__name__}: {exc}",
                     self.url,
@@ -181,6 +184,7 @@ class A2AModel:
 
         Waits at most ``connect_timeout`` for the id (or for the stream to end without one).
         """
+        reply.mute()  # nobody reads this call's text any more
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.connect_timeout):
                 await reply.named.wait()
@@ -212,6 +216,10 @@ class _Reply:
         self.status_text = ""
         self.message_text: str | None = None
         self._events = False  # the remote streams our events: deltas come from them
+
+    def mute(self) -> None:
+        """Pass no more text on (the call was abandoned)."""
+        self._on_delta = None
 
     def _delta(self, text: str) -> None:
         if text and self._on_delta is not None:

@@ -183,3 +183,12 @@ def test_as_a_toolset_it_is_one_tool_that_asks_the_remote(
     assert failed.startswith("error: ")
     assert "ended its task failed: the toy broke" in failed
     assert set(offered) == {("toy", "Echoes.")}
+
+
+def test_a_server_without_an_a2a_door_is_a_typed_error(tmp_path: Path) -> None:
+    app = create_app(make_agent(), SQLiteStore(tmp_path / "s.sqlite"), rate_limit=None)
+    with live_server(app) as url, Runtime() as runtime:
+        result = runtime.spawn(_boss(A2AAgent(url, name="assistant"))).run("hello?")
+    assert result.completed
+    assert "RemoteAgentError" in result.output
+    assert "could not be reached" in result.output
