@@ -327,3 +327,26 @@ def test_an_a2a_0_3_client_is_understood_too(served: str) -> None:
     task = answer["result"]
     assert task["status"]["state"] == "completed"
     assert task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "Hello, old friend!"}
+
+
+def test_a_run_that_fails_is_a_failed_task_naming_the_error(tmp_path: Path) -> None:
+    from actors import Agent
+    from actors.exceptions import ModelHTTPError
+    from actors.testing import FunctionModel
+
+    def broken(_messages: Any, _tools: Any) -> Any:
+        raise ModelHTTPError("the provider is down", status_code=503)
+
+    app = create_app(
+        Agent("broken", model=FunctionModel(broken)),
+        SQLiteStore(tmp_path / "s.sqlite"),
+        rate_limit=None,
+        routes=a2a_routes(),
+        public_paths=a2a_public_paths(),
+    )
+    with live_server(app) as url:
+        task = _final_task(url, _send(url, "hello"))
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    text = task.status.message.parts[0].text
+    assert text.startswith("RunFailedError: ")
+    assert "the provider is down" in text
