@@ -30,6 +30,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   │   ├── ModelAuthenticationError
     │   │   └── ContextTooLongError     the request was more than the model's window
     │   ├── ModelTimeoutError
+    │   ├── RemoteAgentError            a remote (A2A) agent failed, refused or was unreachable
     │   ├── UnexpectedModelResponse     the reply could not be understood
     │   ├── ModelRequestsDisabled       real model requests are switched off (test suites)
     │   ├── ModelFallbackError          every model of a FallbackModel failed
@@ -81,6 +82,7 @@ __all__ = [
     "ModelRetry",
     "ModelTimeoutError",
     "OutputValidationError",
+    "RemoteAgentError",
     "RunCancelledError",
     "RunError",
     "RunFailedError",
@@ -278,6 +280,25 @@ class ContextTooLongError(ModelHTTPError):
 
 class ModelTimeoutError(ModelError):
     """The provider did not answer in time, after every retry."""
+
+
+class RemoteAgentError(ModelError):
+    """A remote agent (an `actors.a2a.A2AAgent`) failed, refused the task or was unreachable.
+
+    Attributes:
+        url: The remote agent's URL.
+        state: The remote task's last state (``"failed"``, ``"rejected"``, ``"canceled"``), or
+            None when no task was reached (a transport or protocol error).
+    """
+
+    def __init__(self, message: str, url: str = "", state: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes when the error crosses a process boundary (pickle).
+        return (type(self), (str(self), self.url, self.state))
 
 
 class UnexpectedModelResponse(ModelError):

@@ -38,6 +38,7 @@ PAGES = [
     "docs/serving.md",
     "docs/observability.md",
     "docs/mcp.md",
+    "docs/a2a.md",
     "docs/simulation.md",
 ]
 NO_RUN = "<!-- no-run -->"

@@ -67,6 +67,12 @@ def add_parser(commands: Any, parent: argparse.ArgumentParser) -> None:
         metavar="PER_SECOND",
         help="requests per second per client, bursts of 5x (default 20; 0 for no limit)",
     )
+    parser.add_argument(
+        "--no-a2a",
+        action="store_true",
+        help="do not serve A2A (served at /a2a, its card at /.well-known/agent-card.json, "
+        "when a2a-sdk is installed: pip install 'actors[a2a]')",
+    )
     parser.set_defaults(handler=serve_agent)
 
 
@@ -74,6 +80,7 @@ def serve_agent(args: argparse.Namespace) -> int:
     """Run ``actors serve``; returns the exit code once interrupted."""
     try:
         from actors.serve import RateLimit, serve
+        from actors.serve._a2a_door import a2a_installed
         from actors.serve._server import check_bind
     except ImportError as exc:
         raise CliError(str(exc), "pip install 'actors[serve]'") from None
@@ -98,9 +105,11 @@ def serve_agent(args: argparse.Namespace) -> int:
     store = open_store(args.db, create=True, store=args.store)
     with store:
         shown = f"[{args.host}]" if ":" in args.host else args.host
+        a2a = not args.no_a2a and a2a_installed()
         print(
             f"actors: serving {spec.name!r} at http://{shown}:{args.port}/ "
-            f"(sessions in {where(store)}){'; clients need the token' if token else ''}",
+            f"(sessions in {where(store)}){'; A2A at /a2a' if a2a else ''}"
+            f"{'; clients need the token' if token else ''}",
             file=sys.stderr,
             flush=True,
         )
@@ -115,5 +124,6 @@ def serve_agent(args: argparse.Namespace) -> int:
             max_body=args.max_body,
             rate_limit=rate,
             log_level="info",  # where it listens, and a line per request
+            a2a=a2a,
         )
     return 0

@@ -7,6 +7,7 @@ from typing import Any
 
 from actors import Agent
 from actors.exceptions import UserError
+from actors.serve._a2a_door import a2a_door
 from actors.serve._app import create_app
 from actors.serve._guard import DEFAULT_RATE_LIMIT, RateLimit
 from actors.store import SessionStore
@@ -49,6 +50,7 @@ def serve(
     max_body: int = 1 << 20,
     rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
     log_level: str = "warning",
+    a2a: bool | None = None,
 ) -> None:
     """Serve ``agent`` over HTTP until interrupted (see `create_app` for the API).
 
@@ -63,13 +65,17 @@ def serve(
         max_body: The largest request body, in bytes.
         rate_limit: Requests per client; None for no limit.
         log_level: uvicorn's log level.
+        a2a: Also serve the agent over A2A (its card at ``/.well-known/agent-card.json``, the
+            JSON-RPC methods at ``/a2a``): True, False, or None for "when ``a2a-sdk`` is
+            installed".
 
     Raises:
-        UserError: a non-loopback ``host`` without a ``token``.
+        UserError: a non-loopback ``host`` without a ``token``; ``a2a=True`` without the SDK.
     """
     import uvicorn
 
     check_bind(host, token)
+    routes, public = a2a_door(a2a, bearer=bool(token))
     app = create_app(
         agent,
         store,
@@ -78,5 +84,7 @@ def serve(
         token=token,
         max_body=max_body,
         rate_limit=rate_limit,
+        routes=routes,
+        public_paths=public,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)

@@ -35,6 +35,7 @@ FLOORS: dict[str, int] = {
     "sim": 4,  # a host, like the runtime it builds on
     "testing": 5,
     "mcp": 5,
+    "a2a": 5,  # a remote A2A agent as a subagent (an integration, as mcp)
     "__init__": 5,
     "trace": 6,
     "otel": 6,
