@@ -52,7 +52,10 @@ class AgentHostActor:
     def __init__(
         self, index: int, names: tuple[str, ...], namespace: str, config: HostConfig
     ) -> None:
+        import ray
+
         self.server = HostServer(index, names, namespace, config)
+        self.server.restarted = ray.get_runtime_context().was_current_actor_reconstructed
 
     async def ready(self) -> int:
         """The host's process id, once it is up."""
@@ -135,6 +138,10 @@ class AgentHostActor:
         with server.local.lock:
             node = server.local.nodes[agent_id]
             return {"name": node.name, "parent_id": node.parent_id, "session_id": node.session_id}
+
+    async def peer_home(self, agent_id: str) -> bool:
+        """Whether an agent of this id lives here, for a peer message from another host."""
+        return self.server.peers.mail.home(agent_id)
 
     async def live_agents(self) -> int:
         return self.server.live_agents()

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError
 from actors.loop._types import ResumeRun, StartRun
-from actors.ray._inputs import AskInput, ChildInput, ExpireInput, HostInput, RunInput, TellInput
+from actors.ray._inputs import (
+    AskInput,
+    ChildInput,
+    ExpireInput,
+    HostInput,
+    PeerInput,
+    RunInput,
+    TellInput,
+)
 from actors.ray._outbox import OutboxStream
 from actors.ray._wire import ChildEnd, Missing, Outcome, Taken, portable_error
 from actors.runtime._host import Ask, HostReply, OpenStream, Query
@@ -29,13 +37,19 @@ from actors.runtime._host import Ask, HostReply, OpenStream, Query
 if TYPE_CHECKING:
     from actors.ray._server import HostServer
 
-__all__ = ["ANSWER_WAIT", "Delivery", "deliver"]
+__all__ = ["ANSWER_WAIT", "PEER_LOG_WAIT", "Delivery", "deliver"]
 
 ANSWER_WAIT = 0.05
 """Seconds a lane's call waits for the answers to its questions before leaving them to pulls.
 
 The lane waits as long (its next call goes after this one returns): a bound on how long a busy
 agent's question holds up what its caller sends to the host next.
+"""
+
+PEER_LOG_WAIT = 10.0
+"""Seconds a lane's call waits for its peer messages to be logged by their receivers.
+
+A message not logged by then is answered `Taken`: its sender's host will not send it again.
 """
 
 Reply = Taken | Outcome | Missing
@@ -50,9 +64,15 @@ class Delivery:
         self.server = server
         self.replies: list[Reply] = []
         self._asked: dict[int, _Answer] = {}
+        self._logging: dict[int, concurrent.futures.Future[Any]] = {}  # peer messages
 
     async def answers(self, timeout: float = ANSWER_WAIT) -> list[Reply]:
-        """The replies, with the answers that came within ``timeout`` in place of `Taken`."""
+        """The replies, with the answers that came within ``timeout`` in place of `Taken`.
+
+        Peer messages are answered once their receivers logged them (`PEER_LOG_WAIT`).
+        """
+        if self._logging:
+            await self._logged()
         if not self._asked:
             return self.replies
         loop = asyncio.get_running_loop()
@@ -78,6 +98,16 @@ class Delivery:
             if outcome is not None:
                 self.replies[index] = outcome
         return self.replies
+
+    async def _logged(self) -> None:
+        waiting = [asyncio.wrap_future(f) for f in self._logging.values()]
+        await asyncio.wait(waiting, timeout=PEER_LOG_WAIT)
+        for waited in waiting:  # seen here, so asyncio does not report it as never retrieved
+            if waited.done() and not waited.cancelled():
+                waited.exception()
+        for index, logged in self._logging.items():
+            if logged.done() and (error := logged.exception()) is not None:
+                self.replies[index] = Outcome(error=portable_error(error))
 
     def apply(self, item: HostInput) -> None:
         """Put one input in its agent's mailbox; its reply is added."""
@@ -106,6 +136,12 @@ class Delivery:
             return _child(server, item)
         if isinstance(item, ExpireInput):
             server.peers.child_expire(item.child_id, item.token, item.timeout)
+            return _TAKEN
+        if isinstance(item, PeerInput):
+            logged = server.peers.mail.receive(item)
+            if isinstance(logged, Missing):
+                return logged
+            self._logging[len(self.replies)] = logged
             return _TAKEN
         raise TypeError(f"an agent host takes no {type(item).__name__}")
 

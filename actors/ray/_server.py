@@ -106,6 +106,9 @@ class HostServer:
         self._runs_started: OrderedDict[str, None] = OrderedDict()
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         self.closing = False  # shutting down: children stay here, stand-ins are let go
+        # Ray restarted this host: agents it does not hold may come back (their sessions are
+        # restored when the driver next calls them), so a peer message to one is sent again.
+        self.restarted = False
 
     # -- trees --------------------------------------------------------------------------------
 
@@ -367,6 +370,7 @@ class HostServer:
         stop, and each child is left to its own host's shutdown.
         """
         self.closing = True
+        self.peers.mail.close()
         with self.local.lock:
             stand_ins = [n.ref for n in self.local.nodes.values() if isinstance(n.ref, RemoteChild)]
         for stand_in in stand_ins:

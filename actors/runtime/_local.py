@@ -85,6 +85,18 @@ class Peers(Protocol):
         """Deliver ``message`` to an agent of another host; False if no host holds it."""
         ...
 
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether another host holds an agent of this id (for a peer message to it)."""
+        ...
+
+    def send_peer(self, sender: str, effect: SendMessage) -> bool:
+        """Take a logged peer message for an agent of another host; False: it is not remote.
+
+        What it takes, it delivers in order per receiver, once its receiver's host has logged
+        it, sending again to a host that restarts meanwhile.
+        """
+        ...
+
 
 class LocalHost(Orchestration):
     """Runs agents in this process; `Runtime` is its public face.
@@ -385,8 +397,13 @@ class LocalHost(Orchestration):
             raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
 
     def peer_exists(self, agent_id: str) -> bool:
-        """Whether a peer message can reach ``agent_id``: live, passivated, or starting."""
-        return self.taken(agent_id)
+        """Whether a peer message can reach ``agent_id``: live, passivated, or starting.
+
+        On one host of many, an agent of another host counts too.
+        """
+        if self.taken(agent_id):
+            return True
+        return self.peers is not None and self.peers.peer_exists(agent_id)
 
     def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
         """Route a peer message by id; a passivated receiver is activated by it."""
@@ -395,6 +412,8 @@ class LocalHost(Orchestration):
 
     def deliver_peer(self, sender: str, effect: SendMessage) -> None:
         """Deliver ``sender``'s logged message; a receiver gone meanwhile is logged, not fatal."""
+        if self.peers is not None and self.peers.send_peer(sender, effect):
+            return  # its receiver lives on another host
         try:
             self.send(effect.to, PeerMessage(effect.message_id, effect.n, sender, effect.content))
         except AgentStoppedError:
