@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +56,10 @@ class AgentHostActor:
         import ray
 
         self.server = HostServer(index, names, namespace, config)
-        self.server.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        with warnings.catch_warnings():  # Ray 2.x warns from inside it of its own API's age
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self.server.restarted = bool(restarted)
 
     async def ready(self) -> int:
         """The host's process id, once it is up."""

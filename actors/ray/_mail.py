@@ -126,22 +126,17 @@ class PeerMail:
             if host is not None:
                 self._places.move_to_end(agent_id)
                 return host
-        import ray
-
         peers = self._peers
         me = peers.server.index
         others = [i for i in range(len(peers.names)) if i != me]
-        calls = [peers.call(i, "peer_home", agent_id) for i in others]
-        ready, _ = ray.wait(calls, num_returns=len(calls), timeout=LOCATE_WAIT)
-        done = set(ready)
+        # Futures, not ray.get: this may run in a host's thread, and Ray warns of blocking gets
+        # inside an async actor.
+        calls = [peers.call(i, "peer_home", agent_id).future() for i in others]
+        concurrent.futures.wait(calls, timeout=LOCATE_WAIT)
         for index, call in zip(others, calls, strict=True):
-            if call not in done:
-                continue
-            try:
-                holds = ray.get(call)
-            except Exception:  # that host is down: it holds nothing we can reach now
-                continue
-            if holds:
+            if not call.done() or call.exception() is not None:
+                continue  # that host is down: it holds nothing we can reach now
+            if call.result():
                 self.remember(agent_id, index)
                 return index
         return None

@@ -332,7 +332,9 @@ class HostServer:
         try:
             self._unsubscribe[key] = self.local.subscribe(agent_id, box.put)
         except AgentStoppedError:
-            box.close()
+            # Its caller activates the agent and subscribes again under the same key: a closed
+            # outbox left here would end that subscription before its first event.
+            self.drop_outbox(key)
             return Missing(agent_id)
         return Outcome()
 
