@@ -147,6 +147,16 @@ class AgentHostActor:
         """Whether an agent of this id lives here, for a peer message from another host."""
         return self.server.peers.mail.home(agent_id)
 
+    async def peers_drained(self) -> None:
+        """Return once every peer message this host sent so far was answered by its host.
+
+        Answered means logged by its receiver (or given up on): what tests and benchmarks
+        wait on to know that messages sent across hosts have arrived.
+        """
+        waiting = [asyncio.wrap_future(f) for f in self.server.peers.mail.drained()]
+        if waiting:
+            await asyncio.gather(*waiting)
+
     async def live_agents(self) -> int:
         return self.server.live_agents()
 

@@ -100,7 +100,8 @@ class Delivery:
         return self.replies
 
     async def _logged(self) -> None:
-        waiting = [asyncio.wrap_future(f) for f in self._logging.values()]
+        unique = {id(f): f for f in self._logging.values()}  # one per receiver
+        waiting = [asyncio.wrap_future(f) for f in unique.values()]
         await asyncio.wait(waiting, timeout=PEER_LOG_WAIT)
         for waited in waiting:  # seen here, so asyncio does not report it as never retrieved
             if waited.done() and not waited.cancelled():
@@ -122,6 +123,26 @@ class Delivery:
             self.server.outbox(key).close(reply)
         self.replies.append(reply)
 
+    def apply_peers(self, items: Sequence[PeerInput]) -> None:
+        """Put peer messages in their receivers' mailboxes: each receiver's in one turn."""
+        first = len(self.replies)
+        self.replies.extend([_TAKEN] * len(items))
+        by_receiver: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            by_receiver.setdefault(item.to, []).append(index)
+        mail = self.server.peers.mail
+        for indexes in by_receiver.values():
+            logged: concurrent.futures.Future[Any] | Missing | Outcome
+            try:
+                logged = mail.receive([items[i] for i in indexes])
+            except Exception as exc:
+                logged = Outcome(error=portable_error(exc))
+            for index in indexes:
+                if isinstance(logged, Missing | Outcome):
+                    self.replies[first + index] = logged
+                else:
+                    self._logging[first + index] = logged
+
     def _apply(self, item: HostInput) -> Reply:
         server = self.server
         if isinstance(item, RunInput):
@@ -137,20 +158,23 @@ class Delivery:
         if isinstance(item, ExpireInput):
             server.peers.child_expire(item.child_id, item.token, item.timeout)
             return _TAKEN
-        if isinstance(item, PeerInput):
-            logged = server.peers.mail.receive(item)
-            if isinstance(logged, Missing):
-                return logged
-            self._logging[len(self.replies)] = logged
-            return _TAKEN
         raise TypeError(f"an agent host takes no {type(item).__name__}")
 
 
 def deliver(server: HostServer, inputs: Sequence[HostInput]) -> Delivery:
     """Apply ``inputs`` in order, without awaiting (see the module docstring)."""
     delivery = Delivery(server)
+    peers: list[PeerInput] = []  # a run of peer messages goes together: one write per receiver
     for item in inputs:
+        if isinstance(item, PeerInput):
+            peers.append(item)
+            continue
+        if peers:
+            delivery.apply_peers(peers)
+            peers = []
         delivery.apply(item)
+    if peers:
+        delivery.apply_peers(peers)
     return delivery
 
 

@@ -24,6 +24,7 @@ import concurrent.futures
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
@@ -33,7 +34,7 @@ from actors.ray._inputs import PeerInput
 from actors.ray._lane import RESEND_DELAY, RESTART_WAIT, Lane, host_gone
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import Missing, Outcome
-from actors.runtime._host import Ask
+from actors.runtime._host import Ask, PeerBatch
 
 if TYPE_CHECKING:
     from actors.ray._peers import HostPeers
@@ -206,16 +207,19 @@ class PeerMail:
             return not isinstance(node.ref, RemoteChild)
         return local.taken(agent_id)
 
-    def receive(self, item: PeerInput) -> concurrent.futures.Future[Any] | Missing:
-        """Put a message in its receiver's mailbox; the future is set once it is logged."""
+    def receive(self, items: Sequence[PeerInput]) -> concurrent.futures.Future[Any] | Missing:
+        """Put messages for one receiver in its mailbox, in order, to be applied in one turn.
+
+        Returns a future set once the receiver has logged them, or `Missing`.
+        """
         server = self._peers.server
         logged: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        message = PeerMessage(item.message_id, item.n, item.sender, item.content)
+        batch = PeerBatch(tuple(PeerMessage(i.message_id, i.n, i.sender, i.content) for i in items))
         try:
             # The receiver answers an Ask after its turn, once the turn's events are written.
-            server.local.send(item.to, Ask(message, logged))
+            server.local.send(items[0].to, Ask(batch, logged))
         except AgentStoppedError:
-            return Missing(item.to, restarted=server.restarted)
+            return Missing(items[0].to, restarted=server.restarted)
         return logged
 
 
