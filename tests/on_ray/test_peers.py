@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from actors import AgentRef, ToolResultMessage
+from actors import Agent, AgentRef, Subagent, ToolResultMessage
 from actors.store import SQLiteStore
+from actors.testing import ScriptedModel, call
 from on_ray import agents
 
 BOUND = 60.0
@@ -156,3 +157,28 @@ def test_a_sender_whose_host_restarts_sends_again_and_the_receiver_logs_each_onc
     relay.run(f"{listener.agent_id} two", timeout=BOUND)
     heard.wait()
     assert received(listener) == [(relay.agent_id, 1, "one"), (relay.agent_id, 2, "two")]
+
+
+def test_a_message_reaches_a_child_spread_to_another_host(runtime: Any) -> None:
+    keeper = Agent("keeper", model=ScriptedModel(["ready"], per_agent=True), on_message="queue")
+    boss = runtime.spawn(
+        agents.lead(
+            [Subagent(keeper, name="far", placement="spread", keep=True)],
+            call("far", task="wait"),
+            "done",
+        ),
+        agent_id="boss",
+    )
+    assert boss.run("go", timeout=BOUND).output == "done"
+    (child,) = boss.tree().children
+    home = runtime.host_of(boss.agent_id)
+    # A sender on the parent's host, where the child is a stand-in for the one on its host.
+    relays = [runtime.spawn(agents.RELAY, agent_id=f"relay-spread-{i}") for i in range(2)]
+    (relay,) = [r for r in relays if runtime.host_of(r.agent_id) == home]
+    far = runtime.ref(child.agent_id)
+    assert runtime.host_of(far.agent_id) != home
+    heard = Heard(far, 1)
+    relay.run(f"{child.agent_id} hello", timeout=BOUND)
+    heard.wait()
+    assert received(far) == [(relay.agent_id, 1, "hello")]
+    boss.stop()
