@@ -24,8 +24,8 @@ import concurrent.futures
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
@@ -35,9 +35,7 @@ from actors.ray._lane import RESEND_DELAY, RESTART_WAIT, Lane, host_gone
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import Missing, Outcome
 from actors.runtime._host import Ask, PeerBatch
-
-if TYPE_CHECKING:
-    from actors.ray._peers import HostPeers
+from actors.runtime._local import LocalHost
 
 __all__ = ["LOCATE_WAIT", "PeerMail"]
 
@@ -101,15 +99,27 @@ class _PeerEntry:
         return False
 
 
+class _Host(Protocol):
+    """What the mail needs of its host (`HostServer`)."""
+
+    index: int
+    restarted: bool
+    local: LocalHost
+
+
 class PeerMail:
     """The peer messages of one host's agents to and from agents of other hosts.
 
     Args:
-        peers: The host's peers (calls to the other hosts).
+        host: The host this belongs to.
+        hosts: How many hosts the runtime has.
+        call: ``call(index, method, *args)`` calls a method of host ``index`` (an ObjectRef).
     """
 
-    def __init__(self, peers: HostPeers) -> None:
-        self._peers = peers
+    def __init__(self, host: _Host, hosts: int, call: Callable[..., Any]) -> None:
+        self._host = host
+        self._hosts = hosts
+        self._call = call
         self._lock = threading.Lock()
         self._places: OrderedDict[str, int] = OrderedDict()  # agent id -> its host
         self._lanes: dict[int, Lane] = {}
@@ -127,12 +137,11 @@ class PeerMail:
             if host is not None:
                 self._places.move_to_end(agent_id)
                 return host
-        peers = self._peers
-        me = peers.server.index
-        others = [i for i in range(len(peers.names)) if i != me]
+        me = self._host.index
+        others = [i for i in range(self._hosts) if i != me]
         # Futures, not ray.get: this may run in a host's thread, and Ray warns of blocking gets
         # inside an async actor.
-        calls = [peers.call(i, "peer_home", agent_id).future() for i in others]
+        calls = [self._call(i, "peer_home", agent_id).future() for i in others]
         concurrent.futures.wait(calls, timeout=LOCATE_WAIT)
         for index, call in zip(others, calls, strict=True):
             if not call.done() or call.exception() is not None:
@@ -156,7 +165,7 @@ class PeerMail:
 
     def send(self, sender: str, effect: SendMessage) -> bool:
         """Send a logged peer message to its receiver on another host; False: not remote."""
-        local = self._peers.server.local
+        local = self._host.local
         with local.lock:
             node = local.nodes.get(effect.to)
         if node is not None:
@@ -184,9 +193,9 @@ class PeerMail:
         with self._lock:
             lane = self._lanes.get(host)
             if lane is None:
-                peers = self._peers
+                call = self._call
                 lane = self._lanes[host] = Lane(
-                    lambda inputs: peers.call(host, "deliver", inputs).future(),
+                    lambda inputs: call(host, "deliver", inputs).future(),
                     retry=_later,
                     pool=self._pool,
                 )
@@ -200,7 +209,7 @@ class PeerMail:
 
     def home(self, agent_id: str) -> bool:
         """Whether ``agent_id`` lives on this host (live or starting, not as a stand-in)."""
-        local = self._peers.server.local
+        local = self._host.local
         with local.lock:
             node = local.nodes.get(agent_id)
         if node is not None:
@@ -212,7 +221,7 @@ class PeerMail:
 
         Returns a future set once the receiver has logged them, or `Missing`.
         """
-        server = self._peers.server
+        server = self._host
         logged: concurrent.futures.Future[Any] = concurrent.futures.Future()
         batch = PeerBatch(tuple(PeerMessage(i.message_id, i.n, i.sender, i.content) for i in items))
         try:

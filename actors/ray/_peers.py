@@ -127,7 +127,7 @@ class HostPeers:
         self.forwards: dict[str, ForwardStream] = {}  # token -> stream of that run
         self._lanes: dict[int, Lane] = {}
         self._lock = threading.Lock()
-        self.mail = PeerMail(self)
+        self.mail = PeerMail(server, len(names), self.call)
 
     # -- calls --------------------------------------------------------------------------------
 
