@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from actors import Agent, AgentRef, Subagent, ToolResultMessage
+from actors.ray._inputs import PeerInput
+from actors.ray._mail import _PeerEntry
+from actors.ray._wire import Missing, Taken
 from actors.store import SQLiteStore
 from actors.testing import ScriptedModel, call
 from on_ray import agents
@@ -182,3 +185,16 @@ def test_a_message_reaches_a_child_spread_to_another_host(runtime: Any) -> None:
     heard.wait()
     assert received(far) == [(relay.agent_id, 1, "hello")]
     boss.stop()
+
+
+def test_a_peer_message_goes_again_when_its_host_died_or_may_bring_its_receiver_back() -> None:
+    from ray.exceptions import RayActorError  # Ray is imported only where it is installed
+
+    def entry() -> _PeerEntry:
+        return _PeerEntry(PeerInput("bob", "ann", "ann:1", 1, "hi"))
+
+    assert entry().lost(RayActorError())  # maybe logged there: the receiver drops a 2nd copy
+    assert not entry().lost(ValueError("does not pickle"))  # it never left: nothing to repeat
+    assert entry().replied(Missing("bob", restarted=True))  # back when its session is
+    assert not entry().replied(Missing("bob"))  # gone, as on one host: logged, not sent
+    assert not entry().replied(Taken())
