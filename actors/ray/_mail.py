@@ -6,8 +6,10 @@ the host once that step is written, and put in its receiver's mailbox, which log
 duplicate and changes nothing. Across hosts the same holds, with a Ray call in between:
 
 - Where: an id this host does not hold is looked up on the other hosts once (`locate`: a
-  call to each, ~1 ms, the first time this host sends to that id) and remembered. A child
-  spread elsewhere is found through its stand-in here.
+  call to each, ~1 ms, the first time this host sends to that id) and remembered. The look-up
+  happens before the tool's result reaches its agent (`find`), so the agent's own check of
+  its receivers, in its turn, waits on no other host. A child spread elsewhere is found
+  through its stand-in here.
 - Order: what this host's agents send to agents of one host goes through one `Lane` (a
   lane of its own, so peer traffic never waits behind a child's run): in order, batched.
 - Once: the receiving host answers a call once its receivers have logged the messages
@@ -124,6 +126,7 @@ class PeerMail:
         self._places: OrderedDict[str, int] = OrderedDict()  # agent id -> its host
         self._lanes: dict[int, Lane] = {}
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="actors-mail")
+        self._finder = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="actors-find")
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -158,6 +161,27 @@ class PeerMail:
             self._places.move_to_end(agent_id)
             if len(self._places) > PLACES_REMEMBERED:
                 self._places.popitem(last=False)
+
+    def find(self, agent_ids: Sequence[str], then: Callable[[], None]) -> None:
+        """`locate` each of ``agent_ids`` on a thread of the mail's own, then call ``then``.
+
+        A tool's result waits for it before it reaches its agent, so the agent's check of its
+        receivers (`exists`, in its own turn) finds them remembered and waits on no host.
+        """
+
+        def look_up() -> None:
+            try:
+                for agent_id in agent_ids:
+                    self.locate(agent_id)
+            except Exception:
+                _log.exception("could not look up the receivers of peer messages")
+            finally:
+                then()
+
+        try:
+            self._finder.submit(look_up)
+        except RuntimeError:  # the host is shutting down: the agent's own check decides
+            then()
 
     def exists(self, agent_id: str) -> bool:
         """Whether another host holds ``agent_id``."""
@@ -204,6 +228,7 @@ class PeerMail:
     def close(self) -> None:
         """Stop sending again (a host shutting down): what waits to go again is given up."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._finder.shutdown(wait=False)
 
     # -- receiving ----------------------------------------------------------------------------
 

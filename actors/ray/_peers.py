@@ -16,6 +16,7 @@ import concurrent.futures
 import dataclasses
 import itertools
 import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
@@ -190,6 +191,10 @@ class HostPeers:
     def peer_exists(self, agent_id: str) -> bool:
         """Whether another host holds ``agent_id`` (see `PeerMail.locate`)."""
         return self.mail.exists(agent_id)
+
+    def find(self, agent_ids: Sequence[str], then: Callable[[], None]) -> None:
+        """Look up agents of other hosts off any agent's turn, then call ``then``."""
+        self.mail.find(agent_ids, then)
 
     def send_peer(self, sender: str, effect: SendMessage) -> bool:
         """Send a logged peer message to an agent of another host; False: not remote."""

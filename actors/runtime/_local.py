@@ -15,7 +15,7 @@ import dataclasses
 import gc
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import pykka
@@ -36,6 +36,7 @@ from actors.loop._types import (
     CancelRun,
     PeerMessage,
     SendMessage,
+    ToolFinished,
 )
 from actors.models._model import Model
 from actors.runtime._actor import AgentActor
@@ -87,6 +88,13 @@ class Peers(Protocol):
 
     def peer_exists(self, agent_id: str) -> bool:
         """Whether another host holds an agent of this id (for a peer message to it)."""
+        ...
+
+    def find(self, agent_ids: Sequence[str], then: Callable[[], None]) -> None:
+        """Look up where agents of other hosts live (off any agent's turn), then call ``then``.
+
+        After it, `peer_exists` answers for them without waiting on another host.
+        """
         ...
 
     def send_peer(self, sender: str, effect: SendMessage) -> bool:
@@ -522,7 +530,27 @@ class LocalHost(Orchestration):
 
     def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
         """Start a tool on the effects loop or the tool pool."""
-        self.effects.call_tool(effect, cell.deliver, self.delegator(cell.node, effect.ctx.metadata))
+        deliver = cell.deliver if self.peers is None else self._finding_receivers(cell.deliver)
+        self.effects.call_tool(effect, deliver, self.delegator(cell.node, effect.ctx.metadata))
+
+    def _finding_receivers(self, deliver: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``deliver``, after the other hosts were asked about receivers this host lacks.
+
+        The agent checks its tools' receivers in its own turn (`peer_exists`), which must not
+        wait on other hosts: they are looked up before the tool's result reaches it.
+        """
+        peers = self.peers
+        assert peers is not None
+
+        def finished(message: Any) -> None:
+            update = message.outcome.update if isinstance(message, ToolFinished) else None
+            unknown = [s.to for s in update.sends if not self.taken(s.to)] if update else []
+            if unknown:
+                peers.find(unknown, lambda: deliver(message))
+            else:
+                deliver(message)
+
+        return finished
 
     def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
         """Ask the tree's approval handler on the tool pool."""
