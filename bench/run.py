@@ -584,6 +584,22 @@ def ray_rows(ray: dict[str, Any]) -> list[str]:
         f"| ideal {fmt_time(fan['latency_s'])} | overlap {fan['overlap']:.0f}x | - | - |",
         f"| Ray: idle agents on one host | {hosted['rss_per_agent_bytes'] / 1024:.1f} KiB each "
         f"({hosted['live']:,} agents) | - | - | - | - |",
+        *peer_rows(ray.get("peers")),
+    ]
+
+
+def peer_rows(peers: dict[str, Any] | None) -> list[str]:
+    """The rows of peer messages between two hosts (bench/cluster.py, issue 29)."""
+    if peers is None:
+        return []
+    raw, lone = peers["raw_call_s"], peers["latency_median_s"]
+    rate = peers["rate_per_s"]
+    return [
+        f"| Ray: peer message host 0 -> host 1, one at a time (send to arrival, median) "
+        f"| {fmt_time(lone)} | raw Ray actor call {fmt_time(raw)} | {ratio(lone, raw)} "
+        f"| - | - |",
+        f"| Ray: peer messages host 0 -> host 1, {peers['messages']:,} from 4 senders "
+        f"| {rate:,.0f}/s | - | - | >= 5,000/s | {verdict(rate >= 5_000)} |",
     ]
 
 

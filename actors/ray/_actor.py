@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +53,13 @@ class AgentHostActor:
     def __init__(
         self, index: int, names: tuple[str, ...], namespace: str, config: HostConfig
     ) -> None:
+        import ray
+
         self.server = HostServer(index, names, namespace, config)
+        with warnings.catch_warnings():  # Ray 2.x warns from inside it of its own API's age
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self.server.restarted = bool(restarted)
 
     async def ready(self) -> int:
         """The host's process id, once it is up."""
@@ -135,6 +142,20 @@ class AgentHostActor:
         with server.local.lock:
             node = server.local.nodes[agent_id]
             return {"name": node.name, "parent_id": node.parent_id, "session_id": node.session_id}
+
+    async def peer_home(self, agent_id: str) -> bool:
+        """Whether an agent of this id lives here, for a peer message from another host."""
+        return self.server.peers.mail.home(agent_id)
+
+    async def peers_drained(self) -> None:
+        """Return once every peer message this host sent so far was answered by its host.
+
+        Answered means logged by its receiver (or given up on): what tests and benchmarks
+        wait on to know that messages sent across hosts have arrived.
+        """
+        waiting = [asyncio.wrap_future(f) for f in self.server.peers.mail.drained()]
+        if waiting:
+            await asyncio.gather(*waiting)
 
     async def live_agents(self) -> int:
         return self.server.live_agents()

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError
 from actors.loop._types import ResumeRun, StartRun
-from actors.ray._inputs import AskInput, ChildInput, ExpireInput, HostInput, RunInput, TellInput
+from actors.ray._inputs import (
+    AskInput,
+    ChildInput,
+    ExpireInput,
+    HostInput,
+    PeerInput,
+    RunInput,
+    TellInput,
+)
 from actors.ray._outbox import OutboxStream
 from actors.ray._wire import ChildEnd, Missing, Outcome, Taken, portable_error
 from actors.runtime._host import Ask, HostReply, OpenStream, Query
@@ -29,13 +37,19 @@ from actors.runtime._host import Ask, HostReply, OpenStream, Query
 if TYPE_CHECKING:
     from actors.ray._server import HostServer
 
-__all__ = ["ANSWER_WAIT", "Delivery", "deliver"]
+__all__ = ["ANSWER_WAIT", "PEER_LOG_WAIT", "Delivery", "deliver"]
 
 ANSWER_WAIT = 0.05
 """Seconds a lane's call waits for the answers to its questions before leaving them to pulls.
 
 The lane waits as long (its next call goes after this one returns): a bound on how long a busy
 agent's question holds up what its caller sends to the host next.
+"""
+
+PEER_LOG_WAIT = 10.0
+"""Seconds a lane's call waits for its peer messages to be logged by their receivers.
+
+A message not logged by then is answered `Taken`: its sender's host will not send it again.
 """
 
 Reply = Taken | Outcome | Missing
@@ -50,9 +64,15 @@ class Delivery:
         self.server = server
         self.replies: list[Reply] = []
         self._asked: dict[int, _Answer] = {}
+        self._logging: dict[int, concurrent.futures.Future[Any]] = {}  # peer messages
 
     async def answers(self, timeout: float = ANSWER_WAIT) -> list[Reply]:
-        """The replies, with the answers that came within ``timeout`` in place of `Taken`."""
+        """The replies, with the answers that came within ``timeout`` in place of `Taken`.
+
+        Peer messages are answered once their receivers logged them (`PEER_LOG_WAIT`).
+        """
+        if self._logging:
+            await self._logged()
         if not self._asked:
             return self.replies
         loop = asyncio.get_running_loop()
@@ -79,6 +99,17 @@ class Delivery:
                 self.replies[index] = outcome
         return self.replies
 
+    async def _logged(self) -> None:
+        unique = {id(f): f for f in self._logging.values()}  # one per receiver
+        waiting = [asyncio.wrap_future(f) for f in unique.values()]
+        await asyncio.wait(waiting, timeout=PEER_LOG_WAIT)
+        for waited in waiting:  # seen here, so asyncio does not report it as never retrieved
+            if waited.done() and not waited.cancelled():
+                waited.exception()
+        for index, logged in self._logging.items():
+            if logged.done() and (error := logged.exception()) is not None:
+                self.replies[index] = Outcome(error=portable_error(error))
+
     def apply(self, item: HostInput) -> None:
         """Put one input in its agent's mailbox; its reply is added."""
         try:
@@ -91,6 +122,26 @@ class Delivery:
         if key is not None and not isinstance(reply, Taken):  # its reader ends too
             self.server.outbox(key).close(reply)
         self.replies.append(reply)
+
+    def apply_peers(self, items: Sequence[PeerInput]) -> None:
+        """Put peer messages in their receivers' mailboxes: each receiver's in one turn."""
+        first = len(self.replies)
+        self.replies.extend([_TAKEN] * len(items))
+        by_receiver: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            by_receiver.setdefault(item.to, []).append(index)
+        mail = self.server.peers.mail
+        for indexes in by_receiver.values():
+            logged: concurrent.futures.Future[Any] | Missing | Outcome
+            try:
+                logged = mail.receive([items[i] for i in indexes])
+            except Exception as exc:
+                logged = Outcome(error=portable_error(exc))
+            for index in indexes:
+                if isinstance(logged, Missing | Outcome):
+                    self.replies[first + index] = logged
+                else:
+                    self._logging[first + index] = logged
 
     def _apply(self, item: HostInput) -> Reply:
         server = self.server
@@ -113,8 +164,17 @@ class Delivery:
 def deliver(server: HostServer, inputs: Sequence[HostInput]) -> Delivery:
     """Apply ``inputs`` in order, without awaiting (see the module docstring)."""
     delivery = Delivery(server)
+    peers: list[PeerInput] = []  # a run of peer messages goes together: one write per receiver
     for item in inputs:
+        if isinstance(item, PeerInput):
+            peers.append(item)
+            continue
+        if peers:
+            delivery.apply_peers(peers)
+            peers = []
         delivery.apply(item)
+    if peers:
+        delivery.apply_peers(peers)
     return delivery
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "ChildInput",
     "ExpireInput",
     "HostInput",
+    "PeerInput",
     "RunInput",
     "TellInput",
 ]
@@ -125,4 +126,20 @@ class ExpireInput:
     timeout: float
 
 
-HostInput = RunInput | TellInput | AskInput | ChildInput | ExpireInput
+@dataclass(frozen=True, slots=True)
+class PeerInput:
+    """An agent of another host sent ``to`` a peer message (logged in its sender's log).
+
+    The host answers once the receiver has logged it (``message_received``), so its sender's
+    host knows it need not send it again. Numbered ``n`` among its sender's messages: one
+    that arrives twice (sent again after a host restarted) changes nothing the second time.
+    """
+
+    to: str
+    sender: str
+    message_id: str
+    n: int
+    content: str
+
+
+HostInput = RunInput | TellInput | AskInput | ChildInput | ExpireInput | PeerInput

@@ -16,6 +16,7 @@ import concurrent.futures
 import dataclasses
 import itertools
 import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors._logging import get_logger
@@ -23,9 +24,10 @@ from actors.context._usage import Usage
 from actors.exceptions import ActorsError, HostLostError, RunTimeoutError
 from actors.loop._agent import Subagent
 from actors.loop._loop import AgentLoop
-from actors.loop._types import ChildFinished, Finish, ResumeRun, StartRun
+from actors.loop._types import ChildFinished, Finish, ResumeRun, SendMessage, StartRun
 from actors.ray._inputs import Adopt
 from actors.ray._lane import Lane, host_gone
+from actors.ray._mail import PeerMail
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import ChildEnd, WireReply, check_travels, portable_error
 from actors.runtime._host import (
@@ -126,6 +128,7 @@ class HostPeers:
         self.forwards: dict[str, ForwardStream] = {}  # token -> stream of that run
         self._lanes: dict[int, Lane] = {}
         self._lock = threading.Lock()
+        self.mail = PeerMail(server, len(names), self.call)
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -184,6 +187,18 @@ class HostPeers:
         return RemoteChild(self, host, child, adopt)
 
     # -- Peers: messages to ids this host does not hold -----------------------------------------
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether another host holds ``agent_id`` (see `PeerMail.locate`)."""
+        return self.mail.exists(agent_id)
+
+    def find(self, agent_ids: Sequence[str], then: Callable[[], None]) -> None:
+        """Look up agents of other hosts off any agent's turn, then call ``then``."""
+        self.mail.find(agent_ids, then)
+
+    def send_peer(self, sender: str, effect: SendMessage) -> bool:
+        """Send a logged peer message to an agent of another host; False: not remote."""
+        return self.mail.send(sender, effect)
 
     def send(self, agent_id: str, message: Any) -> bool:
         """A child of this host answered a parent of another: settle that host's call."""

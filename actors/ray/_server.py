@@ -106,6 +106,9 @@ class HostServer:
         self._runs_started: OrderedDict[str, None] = OrderedDict()
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         self.closing = False  # shutting down: children stay here, stand-ins are let go
+        # Ray restarted this host: agents it does not hold may come back (their sessions are
+        # restored when the driver next calls them), so a peer message to one is sent again.
+        self.restarted = False
 
     # -- trees --------------------------------------------------------------------------------
 
@@ -329,7 +332,9 @@ class HostServer:
         try:
             self._unsubscribe[key] = self.local.subscribe(agent_id, box.put)
         except AgentStoppedError:
-            box.close()
+            # Its caller activates the agent and subscribes again under the same key: a closed
+            # outbox left here would end that subscription before its first event.
+            self.drop_outbox(key)
             return Missing(agent_id)
         return Outcome()
 
@@ -367,6 +372,7 @@ class HostServer:
         stop, and each child is left to its own host's shutdown.
         """
         self.closing = True
+        self.peers.mail.close()
         with self.local.lock:
             stand_ins = [n.ref for n in self.local.nodes.values() if isinstance(n.ref, RemoteChild)]
         for stand_in in stand_ins:

@@ -252,9 +252,14 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Missing:
-    """The host does not hold the agent (it was restarted since, or the agent stopped)."""
+    """The host does not hold the agent (it was restarted since, or the agent stopped).
+
+    ``restarted``: the host was restarted since it started, so the agent may come back (its
+    session restored there) even though it is not here now.
+    """
 
     agent_id: str
+    restarted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from actors.runtime._host import (
     HostReply,
     OpenStream,
     ParentReply,
+    PeerBatch,
     Query,
     Reply,
     settle,
@@ -191,6 +192,9 @@ class AgentCell:
         if isinstance(message, _INPUTS):
             self.handle(message)
             return None
+        if isinstance(message, PeerBatch):
+            self.handle_peers(message)
+            return None
         if isinstance(message, Query):
             return self._answer(message.what)
         if isinstance(message, Ask):
@@ -230,6 +234,21 @@ class AgentCell:
         except Exception as exc:  # a bug in the loop must not strand callers
             self.log.exception("agent loop failed")
             effects = self._crash(exc)
+        self._commit(effects)
+
+    def handle_peers(self, batch: PeerBatch) -> None:
+        """Apply peer messages in order, then write them ahead and carry out their effects once."""
+        effects: list[Effect] = []
+        for message in batch.messages:
+            try:
+                effects.extend(self.loop.handle(message))
+            except Exception as exc:  # a bug in the loop must not strand callers
+                self.log.exception("agent loop failed")
+                effects.extend(self._crash(exc))
+        self._commit(effects)
+
+    def _commit(self, effects: list[Effect]) -> None:
+        loop = self.loop
         self._sync_node()
         # Write-ahead: the events that announce an effect (a tool_call, a subagent_spawned) are
         # durable before the effect starts, so a crash can never hide a side effect.

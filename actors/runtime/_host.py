@@ -23,6 +23,7 @@ from actors.loop._agent import Agent
 from actors.loop._types import (
     CallModel,
     ModelReplied,
+    PeerMessage,
 )
 from actors.runtime._stream import TreeStream
 
@@ -36,6 +37,7 @@ __all__ = [
     "OpenStream",
     "ParentReply",
     "Passivate",
+    "PeerBatch",
     "Query",
     "Reply",
     "inline_reply",
@@ -126,6 +128,18 @@ class Ask:
 
     message: Any
     future: concurrent.futures.Future[Any]
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class PeerBatch:
+    """Peer messages for one agent, applied in order in one turn and written with one write.
+
+    What a host that receives many messages at once from another host sends (a `PeerMessage`
+    alone costs a write of the store each).
+    """
+
+    messages: tuple[PeerMessage, ...]
 
 
 @quick_init

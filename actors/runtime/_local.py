@@ -15,7 +15,7 @@ import dataclasses
 import gc
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import pykka
@@ -37,6 +37,7 @@ from actors.loop._types import (
     CancelRun,
     PeerMessage,
     SendMessage,
+    ToolFinished,
 )
 from actors.models._model import Model
 from actors.runtime._actor import AgentActor
@@ -84,6 +85,25 @@ class Peers(Protocol):
 
     def send(self, agent_id: str, message: Any) -> bool:
         """Deliver ``message`` to an agent of another host; False if no host holds it."""
+        ...
+
+    def peer_exists(self, agent_id: str) -> bool:
+        """Whether another host holds an agent of this id (for a peer message to it)."""
+        ...
+
+    def find(self, agent_ids: Sequence[str], then: Callable[[], None]) -> None:
+        """Look up where agents of other hosts live (off any agent's turn), then call ``then``.
+
+        After it, `peer_exists` answers for them without waiting on another host.
+        """
+        ...
+
+    def send_peer(self, sender: str, effect: SendMessage) -> bool:
+        """Take a logged peer message for an agent of another host; False: it is not remote.
+
+        What it takes, it delivers in order per receiver, once its receiver's host has logged
+        it, sending again to a host that restarts meanwhile.
+        """
         ...
 
 
@@ -391,8 +411,13 @@ class LocalHost(Orchestration):
             raise TimeoutError(f"agent {agent_id!r} did not answer within {timeout} s") from None
 
     def peer_exists(self, agent_id: str) -> bool:
-        """Whether a peer message can reach ``agent_id``: live, passivated, or starting."""
-        return self.taken(agent_id)
+        """Whether a peer message can reach ``agent_id``: live, passivated, or starting.
+
+        On one host of many, an agent of another host counts too.
+        """
+        if self.taken(agent_id):
+            return True
+        return self.peers is not None and self.peers.peer_exists(agent_id)
 
     def send_peer(self, cell: AgentCell, effect: SendMessage) -> None:
         """Route a peer message by id; a passivated receiver is activated by it."""
@@ -401,6 +426,8 @@ class LocalHost(Orchestration):
 
     def deliver_peer(self, sender: str, effect: SendMessage) -> None:
         """Deliver ``sender``'s logged message; a receiver gone meanwhile is logged, not fatal."""
+        if self.peers is not None and self.peers.send_peer(sender, effect):
+            return  # its receiver lives on another host
         try:
             self.send(effect.to, PeerMessage(effect.message_id, effect.n, sender, effect.content))
         except AgentStoppedError:
@@ -509,7 +536,27 @@ class LocalHost(Orchestration):
 
     def call_tool(self, cell: AgentCell, effect: CallTool) -> None:
         """Start a tool on the effects loop or the tool pool."""
-        self.effects.call_tool(effect, cell.deliver, self.delegator(cell.node, effect.ctx.metadata))
+        deliver = cell.deliver if self.peers is None else self._finding_receivers(cell.deliver)
+        self.effects.call_tool(effect, deliver, self.delegator(cell.node, effect.ctx.metadata))
+
+    def _finding_receivers(self, deliver: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``deliver``, after the other hosts were asked about receivers this host lacks.
+
+        The agent checks its tools' receivers in its own turn (`peer_exists`), which must not
+        wait on other hosts: they are looked up before the tool's result reaches it.
+        """
+        peers = self.peers
+        assert peers is not None
+
+        def finished(message: Any) -> None:
+            update = message.outcome.update if isinstance(message, ToolFinished) else None
+            unknown = [s.to for s in update.sends if not self.taken(s.to)] if update else []
+            if unknown:
+                peers.find(unknown, lambda: deliver(message))
+            else:
+                deliver(message)
+
+        return finished
 
     def call_approval(self, cell: AgentCell, effect: AskApproval) -> None:
         """Ask the tree's approval handler on the tool pool."""

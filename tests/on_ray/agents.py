@@ -7,7 +7,18 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from actors import Agent, Pending, Request, RunContext, Subagent, ToolResultMessage, tool
+from actors import (
+    Agent,
+    AgentContext,
+    ContextUpdate,
+    Pending,
+    Request,
+    RunContext,
+    Subagent,
+    ToolResultMessage,
+    tool,
+)
+from actors.store import SQLiteStore
 from actors.testing import FunctionModel, ScriptedModel, call
 
 _NEVER = threading.Event()
@@ -184,3 +195,60 @@ def launch(target: str) -> str:
 def approve_launches(request: Request) -> bool:
     """An in-process approval handler: yes to launches of 'probe', no to anything else."""
     return request.data.get("arguments", {}).get("target") == "probe"
+
+
+# -- peer messages between hosts ----------------------------------------------------------------
+
+
+def tell(ctx: RunContext, to: str, text: str) -> tuple[str, Any]:  # type: ignore[type-arg]
+    """Send a peer message.
+
+    Args:
+        to: The receiver's id.
+        text: What to say.
+    """
+    return "sent", ContextUpdate().send(to, text)
+
+
+def _relay(messages: list[Any], tools: list[Any]) -> Any:
+    """A model that sends ``"<to> <text>|<text>..."`` as one message per text, in order.
+
+    It reads its order from the prompt (no script to lose when its host restarts).
+    """
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return "sent"
+    to, _, texts = str(last.content).partition(" ")
+    return [call("tell", to=to, text=text) for text in texts.split("|")]
+
+
+RELAY = Agent("relay", model=FunctionModel(_relay), tools=[tell])
+LISTENER = Agent("listener", model=ScriptedModel(["unused"]), on_message="queue")
+
+
+def sends_logged(ctx: RunContext, session_id: str) -> str:  # type: ignore[type-arg]
+    """How many peer messages the store holds as sent in a session (read from this process).
+
+    Args:
+        session_id: The sender's session.
+    """
+    with SQLiteStore(ctx.tool_context) as store:
+        stored = store.load(session_id)
+    return str(
+        sum(
+            event.type == "message_sent"
+            for entry in stored.agents
+            for event in AgentContext.deserialize(entry.context).events
+        )
+    )
+
+
+def _check_sender(messages: list[Any], tools: list[Any]) -> Any:
+    """On a message, look in the store for its sender's log of it; then say what it found."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return last.content
+    return call("sends_logged", session_id="relay-session")
+
+
+CHECKER = Agent("checker", model=FunctionModel(_check_sender), tools=[sends_logged])

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from actors.host.conformance import PersistenceConformance
+from actors.host.conformance import PeerConformance, PersistenceConformance
 
 
-class TestRayRuntime(PersistenceConformance):
-    # Not yet on Ray (issue 29): peer messages between agent hosts (roots are spread over the
-    # hosts), and passivation.
+class TestRayRuntime(PersistenceConformance, PeerConformance):
+    # Roots are spread over the two hosts: the peer tests send between hosts.
+    # Not yet on Ray (issue 29): passivation.
 
     @pytest.fixture
     def host_ready(self, ray_cluster: Any) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from actors import Agent, UserMessage
+from actors import Agent, AgentContext, UserMessage
 from actors.loop._types import CancelRun, Steer
 from actors.ray._inbox import deliver
-from actors.ray._inputs import AskInput, RunInput, TellInput
+from actors.ray._inputs import AskInput, PeerInput, RunInput, TellInput
 from actors.ray._server import HostServer
-from actors.ray._wire import Missing, Outcome, Taken, TreeSeed
+from actors.ray._wire import Missing, Outcome, StoreRecipe, Taken, TreeSeed
+from actors.store import SQLiteStore
 from actors.testing import ScriptedModel
 
 from .inprocess import BOUND, closed, host_server
@@ -105,3 +106,31 @@ def test_a_run_sent_twice_runs_once(server: HostServer) -> None:
     asked = deliver(server, [AskInput("once", None, "context", "ask-key")])
     (answer,) = asyncio.run(asked.answers(BOUND))
     assert [e["type"] for e in answer.value["events"]].count("turn_start") == 1
+
+
+def test_peer_messages_are_answered_once_their_receivers_logged_them(
+    server: HostServer, tmp_path: Any
+) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        recipe = StoreRecipe.of(store)
+        for name in ("a", "b"):
+            spec = Agent(name, model=ScriptedModel(["unused"]), on_message="queue")
+            server.spawn(name, spec, TreeSeed(recipe, f"session-{name}", None), {})
+        sent = [("a", 1), ("b", 1), ("a", 2), ("a", 1), ("nobody", 3), ("a", 3)]
+        delivery = deliver(
+            server, [PeerInput(to, "sender", f"sender:{n}", n, f"hi {n}") for to, n in sent]
+        )
+        answers = asyncio.run(delivery.answers())
+        assert answers == [Taken()] * 4 + [Missing("nobody")] + [Taken()]
+        # Answered means written: the store has them, in order, the repeated one once.
+        (stored,) = store.load("session-a").agents
+        events = AgentContext.deserialize(stored.context).events
+        received = [e.data["n"] for e in events if e.type == "message_received"]
+        assert received == [1, 2, 3]
+
+
+def test_a_restarted_host_says_a_receiver_it_lacks_may_come_back(server: HostServer) -> None:
+
+    server.restarted = True
+    delivery = deliver(server, [PeerInput("later", "sender", "sender:1", 1, "hi")])
+    assert asyncio.run(delivery.answers()) == [Missing("later", restarted=True)]
