@@ -143,7 +143,12 @@ class Tool:
                 f"tool {tool_name!r}: cannot read its type hints: {exc}"
             ) from exc
         params = list(signature.parameters.values())
-        takes_ctx = bool(params) and _takes_ctx(hints.get(params[0].name, params[0].annotation))
+        takes_ctx = bool(params) and (
+            _takes_ctx(hints.get(params[0].name, params[0].annotation))
+            # ``def tool(ctx, ...)`` without a hint: the name says what it is (never an argument
+            # the model would be asked for).
+            or (params[0].name == "ctx" and params[0].annotation is inspect.Parameter.empty)
+        )
         fields: dict[str, Any] = {}
         for index, param in enumerate(params):
             if index == 0 and takes_ctx:

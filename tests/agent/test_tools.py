@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from actors import Agent, RunContext, Tool, ToolResult, tool
+from actors import Agent, ContextUpdate, RunContext, Tool, ToolResult, tool
 from actors.exceptions import AgentDefinitionError, ToolDefinitionError
+from actors.testing import ScriptedModel, SyncDriver, call
 
 
 class Deps(BaseModel):
@@ -229,3 +230,23 @@ def test_arguments_named_like_basemodel_methods_raise_no_warning() -> None:
         warnings.simplefilter("error")
         fetched = make_tool(fetch)
     assert fetched.validate({"json": "{}"}) == {"json": "{}", "schema": 1}
+
+
+@tool
+def _todo(ctx, item: str) -> tuple[str, ContextUpdate]:  # type: ignore[no-untyped-def]
+    """Add an item.
+
+    Args:
+        item: The item.
+    """
+    return "ok", ContextUpdate().set("todos", [*ctx.metadata.get("todos", []), item])
+
+
+def test_a_first_parameter_named_ctx_without_a_hint_is_the_run_context() -> None:
+    assert _todo.takes_ctx
+    assert list(_todo.parameters["properties"]) == ["item"]
+    model = ScriptedModel([call("_todo", item="tea"), "done"])
+    result = SyncDriver(Agent("a", model=model, tools=[_todo]), metadata={"todos": ["milk"]}).run(
+        "go"
+    )
+    assert result.metadata["todos"] == ("milk", "tea")
