@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 from actors.context._message_view import MessageView
 from actors.context._messages import AssistantMessage, Message, ToolResultMessage
 from actors.models._model import ModelRequest, ToolDefinition
 
-__all__ = ["KEY_VERSION", "request_key"]
+__all__ = ["KEY_VERSION", "remember", "request_key"]
 
 KEY_VERSION = 2
 """The key format; a cache file records the version its keys were made with."""
@@ -45,6 +45,8 @@ _MEMO_LIMIT = 50_000
 _messages: dict[int, tuple[Message, bytes, tuple[str, ...]]] = {}
 _tools: dict[int, tuple[ToolDefinition, bytes]] = {}
 _heads: dict[str, bytes] = {}
+# id(tools) -> (tools, model name, prefix): an agent's loop passes the same tuple every step.
+_prefixes: dict[int, tuple[Sequence[ToolDefinition], str, bytes]] = {}
 # (log id, generation, first, head) -> (length, digest state, call-id ordinals) of an agent's
 # transcript as far as it was hashed: the next request hashes only what was added.
 _Chain = tuple[int, Any, dict[str, int]]
@@ -83,6 +85,19 @@ def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
             _messages.clear()
         _messages[id(message)] = entry
     return entry
+
+
+def remember(message: Message) -> None:
+    """Keep ``message``'s canonical text: it will be hashed again (a reply shared by agents)."""
+    _remembered(message)
+
+
+def _looked_up(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
+    """The message's canonical text, remembered if it was, computed (not kept) otherwise."""
+    entry = _messages.get(id(message))
+    if entry is not None and entry[0] is message:
+        return entry
+    return _canonical(message)
 
 
 def _add(
@@ -128,7 +143,7 @@ def _digest_view(view: MessageView, origin: tuple[int, int, int]) -> bytes:
         start, order = first, {}
     else:
         start, state, order = chain[0], chain[1].copy(), dict(chain[2])
-    _add(state, map(_canonical, view.transcript_since(start)), order)
+    _add(state, map(_looked_up, view.transcript_since(start)), order)
     if len(_chains) >= _CHAINS_LIMIT:
         _chains.clear()
     _chains[name] = (stop, state, order)  # never updated again: later requests copy it
@@ -140,7 +155,9 @@ def _tool_text(tool: ToolDefinition) -> bytes:
     entry = _tools.get(id(tool))
     if entry is not None and entry[0] is tool:
         return entry[1]
-    text = _dumps(asdict(tool)).encode()
+    # The fields as they are: `asdict` would deep-copy the schema first (a tenth of a
+    # millisecond for each agent's definitions), to the same text.
+    text = _dumps({field.name: getattr(tool, field.name) for field in fields(tool)}).encode()
     if len(_tools) >= 4096:
         _tools.clear()
     _tools[id(tool)] = (tool, text)
@@ -162,21 +179,33 @@ def request_key(request: ModelRequest, model_name: str) -> str:
         >>> request_key(one, "gpt") == request_key(two, "gpt")
         True
     """
-    settings = request.settings
-    if settings or request.output_schema is not None:
-        head = _head(model_name, request)
-    else:  # the usual case: nothing but the name, the same text every step
-        head = _heads.get(model_name) or _heads.setdefault(model_name, _head(model_name, request))
-    parts = [head]
-    parts.extend(_tool_text(tool) for tool in request.tools)
-    parts.append(b"--")
+    tools = request.tools
+    if request.settings or request.output_schema is not None:
+        prefix = _prefix(_head(model_name, request), tools)
+    else:  # the usual case: nothing but the name and the agent's tools, the same every step
+        memo = _prefixes.get(id(tools))
+        if memo is not None and memo[0] is tools and memo[1] == model_name:
+            prefix = memo[2]
+        elif type(tools) is not tuple:  # a list may change before the next request
+            prefix = _prefix(_heads.get(model_name) or _head(model_name, request), tools)
+        else:
+            head = _heads.get(model_name)
+            if head is None:
+                head = _heads.setdefault(model_name, _head(model_name, request))
+            prefix = _prefix(head, tools)
+            if len(_prefixes) >= _MEMO_LIMIT:
+                _prefixes.clear()
+            _prefixes[id(tools)] = (tools, model_name, prefix)
     messages = request.messages
     origin = messages.origin if isinstance(messages, MessageView) else None
     if isinstance(messages, MessageView) and origin is not None:
-        parts.append(_digest_view(messages, origin))
-    else:
-        parts.append(_digest_all(messages))
-    return hashlib.sha256(b"\n".join(parts)).hexdigest()
+        return hashlib.sha256(prefix + _digest_view(messages, origin)).hexdigest()
+    return hashlib.sha256(prefix + _digest_all(messages)).hexdigest()
+
+
+def _prefix(head: bytes, tools: Sequence[ToolDefinition]) -> bytes:
+    """What the key hashes before the messages' digest: the head, the tools, a separator."""
+    return b"\n".join([head, *map(_tool_text, tools), b"--", b""])
 
 
 def _head(model_name: str, request: ModelRequest) -> bytes:
