@@ -26,7 +26,13 @@ from dataclasses import fields
 from typing import Any
 
 from actors.context._message_view import MessageView
-from actors.context._messages import AssistantMessage, Message, ToolResultMessage
+from actors.context._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
 from actors.models._model import ModelRequest, ToolDefinition
 
 __all__ = ["KEY_VERSION", "remember", "request_key"]
@@ -66,15 +72,23 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
     """The message's JSON without its tool-call ids, and those ids in order."""
     ids: tuple[str, ...] = ()
     exclude: Any = None
-    if isinstance(message, AssistantMessage) and message.tool_calls:
-        ids = tuple(call.id for call in message.tool_calls)
-        exclude = _NO_CALL_IDS
+    kind = type(message)
+    if kind is UserMessage or kind is SystemMessage:  # the most frequent: no ids, no checks
+        pass
+    elif isinstance(message, AssistantMessage):
+        if message.tool_calls:
+            ids = tuple(call.id for call in message.tool_calls)
+            exclude = _NO_CALL_IDS
     elif isinstance(message, ToolResultMessage):
         ids = (message.tool_call_id,)
         exclude = _NO_RESULT_ID
     # Fields in the order the message classes declare them; tool arguments in the order the
-    # model gave them (a replayed reply gives them in that order again).
-    return message, message.model_dump_json(exclude=exclude).encode(), ids
+    # model gave them (a replayed reply gives them in that order again). The serializer's
+    # bytes as they are (`model_dump_json` decodes them to text, which was encoded again).
+    serializer = kind.__pydantic_serializer__
+    if exclude is None:  # no `exclude=None` either: passing it costs as much as the dump
+        return message, serializer.to_json(message), ids
+    return message, serializer.to_json(message, exclude=exclude), ids
 
 
 def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
