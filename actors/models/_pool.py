@@ -31,7 +31,6 @@ import threading
 import urllib.request
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -304,23 +303,6 @@ class Lease:
     def held(self) -> list[Stripes]:
         """The shared clients this lease holds a share of (one set per loop)."""
         return list(self._held.values())
-
-    @contextlib.asynccontextmanager
-    async def client(self, timeout: httpx.Timeout | None) -> AsyncIterator[httpx.AsyncClient]:
-        """A client with a connection free for one request, held until the block ends.
-
-        A burst beyond the pool waits its turn here, in order, for at most the pool timeout:
-        no request waits inside httpx (whose cost grows with the requests waiting in it).
-
-        Raises:
-            httpx.PoolTimeout: No connection came free within the pool timeout.
-        """
-        stripes = self.stripes()
-        slot = await stripes.acquire(timeout.pool if timeout is not None else None)
-        try:
-            yield stripes.client(slot)
-        finally:
-            stripes.release(slot)
 
     def stripes(self) -> Stripes:
         """The shared clients on the running loop (a share taken on first use there)."""
