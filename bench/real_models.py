@@ -1,6 +1,6 @@
 """Real models over HTTP: 1,000 agents x 3 requests against a loopback server at 200 ms.
 
-    .venv/bin/python -m bench.real_models [--quick] [--json PATH]
+    .venv/bin/python -m bench.real_models [--quick] [--agents N] [--json PATH]
 
 Every row sends the same requests to the same server (bench/wire_server.py, in its own
 process, 200 ms +/- 20 ms a request): each agent (or raw client task) sends its 3 requests in
@@ -226,8 +226,10 @@ def _one(row: Row, url: str, sizes: Sizes) -> dict[str, Any]:
     }
 
 
-def measure(quick: bool) -> dict[str, Any]:
+def measure(quick: bool, agents: int | None = None) -> dict[str, Any]:
     sizes = QUICK if quick else FULL
+    if agents is not None:  # a mid size: the full latency, fewer agents
+        sizes = Sizes(agents, sizes.requests_each, sizes.latency, sizes.jitter)
     rounds = 1 if quick else ROUNDS
     runs: dict[str, list[dict[str, Any]]] = {row.key: [] for row in ROWS}
     with allow_model_requests(True), serve(latency=sizes.latency, jitter=sizes.jitter) as url:
@@ -311,8 +313,10 @@ def render(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(__doc__).parse_args(argv)
-    payload = measure(args.quick)
+    p = parser(__doc__)
+    p.add_argument("--agents", type=int, help="agents (and raw tasks) instead of 1,000")
+    args = p.parse_args(argv)
+    payload = measure(args.quick, args.agents)
     return finish(payload, args.json, lambda: render(payload))
 
 

@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from contextlib import suppress
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 import httpx
 
@@ -107,6 +107,7 @@ class HTTPModel(TokenCounting, ABC):
         self._settings: ModelSettings = dict(settings or {})  # type: ignore[assignment]
         self._label = label
         self._lease = Lease(self._base_url, pool if pool is not None else HTTPPool())
+        self._url = httpx.URL(self._base_url + self._path)  # parsed once, not per request
 
     # -- what providers fill in ------------------------------------------------------------
 
@@ -234,17 +235,13 @@ class HTTPModel(TokenCounting, ABC):
         state["_keys"] = self._keys.without_explicit_string()
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     # -- machinery --------------------------------------------------------------------------
 
     async def _cancellable(self, request: ModelRequest, work: Any, log: Any) -> ModelResponse:
         """Await ``work``; a cancel of ``request.cancellation`` from any thread stops it.
 
-        The token's callback may run on any thread, so it only schedules the task's
-        cancellation on this loop; `finished` (touched only on this loop) makes a late
-        callback harmless once the request is over.
+        The token's callback only schedules the task's cancel on this loop; `finished`
+        (touched only on this loop) makes a late callback harmless.
         """
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
@@ -265,8 +262,7 @@ class HTTPModel(TokenCounting, ABC):
 
         unregister = request.cancellation.on_cancel(on_cancel)
         try:
-            result: ModelResponse = await work
-            return result
+            return cast(ModelResponse, await work)
         except asyncio.CancelledError:
             if ours and task.uncancel() == 0:
                 log.info("model.cancelled", reason=request.cancellation.reason)
@@ -285,12 +281,16 @@ class HTTPModel(TokenCounting, ABC):
         timeout: httpx.Timeout | None,
         log: Any,
     ) -> ModelResponse:
-        client = self._user_client
-        if client is not None:
-            return await self._exchange(client, content, key, stream, request, timeout, log)
+        args = (content, key, stream, request, timeout, log)
+        if self._user_client is not None:
+            return await self._exchange(self._user_client, *args)
+        stripes = self._lease.stripes()  # by hand: no async generator per request
         try:
-            async with self._lease.client(timeout) as client:
-                return await self._exchange(client, content, key, stream, request, timeout, log)
+            slot = await stripes.acquire(timeout.pool if timeout is not None else None)
+            try:
+                return await self._exchange(stripes.client(slot), *args)
+            finally:
+                stripes.release(slot)
         except httpx.HTTPError as exc:  # no connection came free in time (`_exchange` maps its own)
             raise transport_error(exc, key, self.name, replied=False) from exc
 
@@ -306,7 +306,7 @@ class HTTPModel(TokenCounting, ABC):
     ) -> ModelResponse:
         http_request = client.build_request(
             "POST",
-            self._base_url + self._path,
+            self._url,
             content=content,
             headers={
                 "content-type": "application/json",

@@ -22,17 +22,23 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
 from actors._text import clean_json
 from actors.context._message_view import MessageView
-from actors.context._messages import AssistantMessage, Message, ToolResultMessage
+from actors.context._messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
 from actors.models._model import ModelRequest, ToolDefinition
 
-__all__ = ["KEY_VERSION", "request_key"]
+__all__ = ["KEY_VERSION", "remember", "request_key"]
 
 KEY_VERSION = 2
 """The key format; a cache file records the version its keys were made with."""
@@ -48,6 +54,8 @@ _MEMO_LIMIT = 50_000
 _messages: dict[int, tuple[Message, bytes, tuple[str, ...]]] = {}
 _tools: dict[int, tuple[ToolDefinition, bytes]] = {}
 _heads: dict[str, bytes] = {}
+# id(tools) -> (tools, model name, prefix): an agent's loop passes the same tuple every step.
+_prefixes: dict[int, tuple[Sequence[ToolDefinition], str, bytes]] = {}
 # (log id, generation, first, head) -> (length, digest state, call-id ordinals) of an agent's
 # transcript as far as it was hashed: the next request hashes only what was added.
 _Chain = tuple[int, Any, dict[str, int]]
@@ -67,16 +75,24 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
     """The message's JSON without its tool-call ids, and those ids in order."""
     ids: tuple[str, ...] = ()
     exclude: Any = None
-    if isinstance(message, AssistantMessage) and message.tool_calls:
-        ids = tuple(call.id for call in message.tool_calls)
-        exclude = _NO_CALL_IDS
+    kind = type(message)
+    if kind is UserMessage or kind is SystemMessage:  # the most frequent: no ids, no checks
+        pass
+    elif isinstance(message, AssistantMessage):
+        if message.tool_calls:
+            ids = tuple(call.id for call in message.tool_calls)
+            exclude = _NO_CALL_IDS
     elif isinstance(message, ToolResultMessage):
         ids = (message.tool_call_id,)
         exclude = _NO_RESULT_ID
     # Fields in the order the message classes declare them; tool arguments in the order the
-    # model gave them (a replayed reply gives them in that order again).
+    # model gave them (a replayed reply gives them in that order again). The serializer's
+    # bytes as they are (`model_dump_json` decodes them to text, which was encoded again).
+    serializer = kind.__pydantic_serializer__
     try:
-        text = message.model_dump_json(exclude=exclude)
+        if exclude is None:  # no `exclude=None` either: passing it costs as much as the dump
+            return message, serializer.to_json(message), ids
+        return message, serializer.to_json(message, exclude=exclude), ids
     except PydanticSerializationError:
         # A message built around validation may hold a lone surrogate, which JSON cannot: it
         # is keyed as the text rule would have let it in (U+FFFD in its place).
@@ -85,7 +101,7 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
             ensure_ascii=False,
             separators=(",", ":"),
         )
-    return message, text.encode(), ids
+        return message, text.encode(), ids
 
 
 def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
@@ -96,6 +112,19 @@ def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
             _messages.clear()
         _messages[id(message)] = entry
     return entry
+
+
+def remember(message: Message) -> None:
+    """Keep ``message``'s canonical text: it will be hashed again (a reply shared by agents)."""
+    _remembered(message)
+
+
+def _looked_up(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
+    """The message's canonical text, remembered if it was, computed (not kept) otherwise."""
+    entry = _messages.get(id(message))
+    if entry is not None and entry[0] is message:
+        return entry
+    return _canonical(message)
 
 
 def _add(
@@ -141,7 +170,7 @@ def _digest_view(view: MessageView, origin: tuple[int, int, int]) -> bytes:
         start, order = first, {}
     else:
         start, state, order = chain[0], chain[1].copy(), dict(chain[2])
-    _add(state, map(_canonical, view.transcript_since(start)), order)
+    _add(state, map(_looked_up, view.transcript_since(start)), order)
     if len(_chains) >= _CHAINS_LIMIT:
         _chains.clear()
     _chains[name] = (stop, state, order)  # never updated again: later requests copy it
@@ -153,7 +182,11 @@ def _tool_text(tool: ToolDefinition) -> bytes:
     entry = _tools.get(id(tool))
     if entry is not None and entry[0] is tool:
         return entry[1]
-    text = _dumps(asdict(tool)).encode("utf-8", "surrogatepass")
+    # The fields as they are: `asdict` would deep-copy the schema first (a tenth of a
+    # millisecond for each agent's definitions), to the same text.
+    text = _dumps({field.name: getattr(tool, field.name) for field in fields(tool)}).encode(
+        "utf-8", "surrogatepass"
+    )
     if len(_tools) >= 4096:
         _tools.clear()
     _tools[id(tool)] = (tool, text)
@@ -175,21 +208,33 @@ def request_key(request: ModelRequest, model_name: str) -> str:
         >>> request_key(one, "gpt") == request_key(two, "gpt")
         True
     """
-    settings = request.settings
-    if settings or request.output_schema is not None:
-        head = _head(model_name, request)
-    else:  # the usual case: nothing but the name, the same text every step
-        head = _heads.get(model_name) or _heads.setdefault(model_name, _head(model_name, request))
-    parts = [head]
-    parts.extend(_tool_text(tool) for tool in request.tools)
-    parts.append(b"--")
+    tools = request.tools
+    if request.settings or request.output_schema is not None:
+        prefix = _prefix(_head(model_name, request), tools)
+    else:  # the usual case: nothing but the name and the agent's tools, the same every step
+        memo = _prefixes.get(id(tools))
+        if memo is not None and memo[0] is tools and memo[1] == model_name:
+            prefix = memo[2]
+        elif type(tools) is not tuple:  # a list may change before the next request
+            prefix = _prefix(_heads.get(model_name) or _head(model_name, request), tools)
+        else:
+            head = _heads.get(model_name)
+            if head is None:
+                head = _heads.setdefault(model_name, _head(model_name, request))
+            prefix = _prefix(head, tools)
+            if len(_prefixes) >= _MEMO_LIMIT:
+                _prefixes.clear()
+            _prefixes[id(tools)] = (tools, model_name, prefix)
     messages = request.messages
     origin = messages.origin if isinstance(messages, MessageView) else None
     if isinstance(messages, MessageView) and origin is not None:
-        parts.append(_digest_view(messages, origin))
-    else:
-        parts.append(_digest_all(messages))
-    return hashlib.sha256(b"\n".join(parts)).hexdigest()
+        return hashlib.sha256(prefix + _digest_view(messages, origin)).hexdigest()
+    return hashlib.sha256(prefix + _digest_all(messages)).hexdigest()
+
+
+def _prefix(head: bytes, tools: Sequence[ToolDefinition]) -> bytes:
+    """What the key hashes before the messages' digest: the head, the tools, a separator."""
+    return b"\n".join([head, *map(_tool_text, tools), b"--", b""])
 
 
 def _head(model_name: str, request: ModelRequest) -> bytes:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from actors.context._messages import AssistantMessage
 from actors.context._usage import Usage
 from actors.exceptions import CacheMissError, UserError
-from actors.models._cache_key import KEY_VERSION, request_key
+from actors.models._cache_key import KEY_VERSION, remember, request_key
 from actors.models._latency import Latency, check_latency, latency_of
 from actors.models._model import Model, ModelFallback, ModelRequest, ModelResponse
 from actors.models._test_support import wait
@@ -91,14 +91,29 @@ def _load(text: str) -> ModelResponse:
     )
 
 
-def _read(text: str, key: str) -> ModelResponse:
+_DECODED_LIMIT = 10_000
+"""Distinct reply texts kept decoded (by text) before that memo starts over."""
+
+
+def _read(text: str, key: str, decoded: dict[str, ModelResponse]) -> ModelResponse:
+    # Replies are immutable, and many repeat word for word (every agent's "ok"): a text is
+    # validated once, and its reply (with its message's key text) shared by every request
+    # that gets it, as a scripted model shares its replies.
+    response = decoded.get(text)
+    if response is not None:
+        return response
     try:
-        return _load(text)
+        response = _load(text)
     except ValidationError as exc:
         raise CacheMissError(
             f"the cached reply of key {key[:12]}... cannot be read ({exc.error_count()} "
             "problems; was the file edited?); record it again with mode='record'"
         ) from exc
+    remember(response.message)
+    if len(decoded) >= _DECODED_LIMIT:
+        decoded.clear()
+    decoded[text] = response
+    return response
 
 
 def _open(path: str | Path) -> sqlite3.Connection:
@@ -192,6 +207,7 @@ class CachedModel:
         # and a replayed step costs little more than a scripted one. Keys not found there
         # (another process may have recorded them since) are still looked up in the file.
         self._texts: dict[str, str] = {}
+        self._decoded: dict[str, ModelResponse] = {}  # by text: see `_read`
         if mode != "record":
             count = int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
             if count <= _READ_AT_ONCE:
@@ -235,8 +251,8 @@ class CachedModel:
                         "SELECT response FROM replies WHERE key = ?", (key,)
                     ).fetchone()
                     text = None if row is None else row[0]
-        if text is not None:
-            response = _read(text, key)  # outside the lock: other threads go on meanwhile
+        if text is not None:  # read outside the lock: other threads go on meanwhile
+            response = _read(text, key, self._decoded)
         if response is not None:
             with self._lock:
                 self.hits += 1
@@ -261,7 +277,7 @@ class CachedModel:
                         "SELECT response FROM replies WHERE key = ?", (key,)
                     ).fetchone()
                     if row is not None and row[0] != text:
-                        response = _read(row[0], key)
+                        response = _read(row[0], key, self._decoded)
             self._recorded[key] = response
         return response
 

@@ -102,7 +102,7 @@ class EffectRunner:
         # nobody uses any more has its client closed (it reopens one if used again).
         self._models: dict[int, tuple[Any, int]] = {}
         self._models_lock = threading.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
         self._closing: set[asyncio.Task[None]] = set()  # clients being closed: let them finish
         self._thread.start()
 
@@ -201,41 +201,25 @@ class EffectRunner:
 
     def call_model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
         """Start a model request; its reply (or error) is delivered as `ModelReplied`."""
-        self._start(self._model(effect, model, deliver))
+        with contextlib.suppress(RuntimeError):  # closed: the runtime is gone, nobody waits
+            self._loop.call_soon_threadsafe(self._start_model, effect, model, deliver)
 
-    async def _model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
-        request = effect.request
-        task = asyncio.current_task()
-        assert task is not None
+    def _start_model(self, effect: CallModel, model: Any, deliver: Deliver) -> None:
+        """One task per request, its timeout a timer and its end a callback (no wrapper task).
 
-        def cancel(_reason: str) -> None:
-            self._loop.call_soon_threadsafe(task.cancel)
-
-        unregister = request.cancellation.on_cancel(cancel)
-        deadline = asyncio.timeout(effect.timeout)
+        Every request of a runtime's models starts here, so what it costs counts: a task
+        awaiting the request's task, with an `asyncio.timeout` around it, cost a second task,
+        a context manager and more wake-ups per request.
+        """
         try:
-            # Inside the try: a model whose `request` raises (or returns no awaitable) before
-            # any coroutine runs fails the step instead of leaving the agent waiting forever.
-            inner = asyncio.ensure_future(model.request(request))
-            # When the call is abandoned the request may still end with an error (a model that
-            # honours the token raises Cancelled); read it so asyncio does not log it as lost.
-            inner.add_done_callback(_retrieve)
-            async with deadline:
-                response = await inner
-        except asyncio.CancelledError:
-            deliver(ModelReplied(effect.run_id, effect.step, error=Cancelled("cancelled")))
-        except TimeoutError as exc:
-            error: BaseException = exc
-            if deadline.expired():
-                error = TimeoutError(f"model request timed out after {effect.timeout:g} s")
-                error.__cause__ = exc
-            deliver(ModelReplied(effect.run_id, effect.step, error=error))
-        except Exception as exc:  # every failure is a value for the agent
+            # A model whose `request` raises (or returns no awaitable) before any coroutine
+            # runs fails the step instead of leaving the agent waiting forever.
+            task = asyncio.ensure_future(model.request(effect.request), loop=self._loop)
+        except Exception as exc:
             deliver(ModelReplied(effect.run_id, effect.step, error=exc))
-        else:
-            deliver(ModelReplied(effect.run_id, effect.step, response=response))
-        finally:
-            unregister()
+            return
+        self._tasks.add(task)  # a strong reference until it ends
+        _ModelCall(self._loop, effect, deliver, task, self._tasks)
 
     # -- tools --------------------------------------------------------------------------------
 
@@ -388,6 +372,61 @@ async def _close_model(model: Any) -> None:
         _log.warning("closing a model's client failed", exc_info=exc)
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+class _ModelCall:
+    """A model request in flight on the effects loop: its timeout, its cancel, its delivery.
+
+    Whichever ends it (the reply, the timer, the run's cancel), the task's end delivers
+    exactly one `ModelReplied`; the timer and the cancel only cancel the task.
+    """
+
+    __slots__ = ("_deliver", "_effect", "_loop", "_tasks", "_timed_out", "_timer", "_unregister")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        effect: CallModel,
+        deliver: Deliver,
+        task: asyncio.Future[Any],
+        tasks: set[asyncio.Future[Any]],
+    ) -> None:
+        self._loop = loop
+        self._effect = effect
+        self._deliver = deliver
+        self._tasks = tasks
+        self._timed_out = False
+        self._timer: asyncio.TimerHandle | None = None
+        if effect.timeout is not None:
+            self._timer = loop.call_later(effect.timeout, self._expire, task)
+        # The token's callback may run on any thread: it only schedules the task's cancel.
+        self._unregister = effect.request.cancellation.on_cancel(
+            lambda _reason: self._cancel_soon(task)
+        )
+        task.add_done_callback(self._done)
+
+    def _cancel_soon(self, task: asyncio.Future[Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs any more
+            self._loop.call_soon_threadsafe(task.cancel)
+
+    def _expire(self, task: asyncio.Future[Any]) -> None:
+        self._timed_out = True
+        task.cancel()
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._unregister()
+        effect = self._effect
+        error: BaseException | None
+        if task.cancelled():
+            if self._timed_out:
+                error = TimeoutError(f"model request timed out after {effect.timeout:g} s")
+            else:
+                error = Cancelled("cancelled")
+        else:
+            # Read even when the request was abandoned, so asyncio does not log it as lost.
+            error = task.exception()
+        if error is None:
+            self._deliver(ModelReplied(effect.run_id, effect.step, response=task.result()))
+        else:
+            self._deliver(ModelReplied(effect.run_id, effect.step, error=error))

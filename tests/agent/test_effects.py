@@ -6,7 +6,16 @@ import asyncio
 import threading
 from typing import Any
 
-from actors import Agent, ContextUpdate, RunContext, Runtime, tool
+from actors import (
+    Agent,
+    AssistantMessage,
+    ContextUpdate,
+    ModelRequest,
+    ModelResponse,
+    RunContext,
+    Runtime,
+    tool,
+)
 from actors.testing import FakeClock, ScriptedModel, call
 
 from .conftest import Deliveries
@@ -158,3 +167,30 @@ def test_tools_finishing_in_reverse_order_give_the_same_log() -> None:
     assert in_order == reversed_
     results = [data["content"] for kind, data in in_order if kind == "tool_result"]
     assert results == ["a", "b"]
+
+
+def test_a_model_request_in_flight_is_one_task_on_the_effects_loop(rt: Runtime) -> None:
+    # Every model request of a runtime starts on this loop: no wrapper task around it.
+    effects = rt._host.effects
+    entered = threading.Event()
+    release = asyncio.Event()
+    seen: list[int] = []
+
+    class Waiting:
+        name = "waiting"
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            entered.set()
+            await release.wait()
+            return ModelResponse(message=AssistantMessage(content="done"))
+
+    async def count_and_release() -> None:
+        seen.append(len(asyncio.all_tasks() - {asyncio.current_task()}))
+        release.set()
+
+    ref = rt.spawn(Agent("a", model=Waiting()))
+    future = ref.run_async("?")
+    assert entered.wait(BOUND)
+    effects.submit(count_and_release()).result(BOUND)
+    assert future.result(BOUND).output == "done"
+    assert seen == [1]

@@ -348,3 +348,46 @@ def test_a_replay_gives_the_fallbacks_the_recorded_reply_had(tmp_path: Path) -> 
     asyncio.run(CachedModel(Fell(), tmp_path / "c.db").request(request))
     replay = CachedModel(None, tmp_path / "c.db", mode="replay", name="fell")
     assert asyncio.run(replay.request(request)).fallbacks == (fallback,)
+
+
+def test_keys_of_format_2_stay_the_same() -> None:
+    # Files recorded by earlier versions are looked up by these keys: a faster key must
+    # hash the same bytes (tools, settings, a transcript view with a head, tool-call ids).
+    tools = (ToolDefinition("tell", "Tell", {"type": "object"}), ToolDefinition("b", "ü", {}))
+    calls = (ToolCall(id="c1", name="tell", arguments={"x": 1}), ToolCall(id="c2", name="b"))
+    items: list[Message] = [
+        UserMessage(content="hi é"),
+        AssistantMessage(content="", tool_calls=calls),
+        ToolResultMessage(tool_call_id="c2", tool_name="b", content="r2"),
+    ]
+    plain = ModelRequest(messages=tuple(items), tools=tools)
+    tuned = ModelRequest(messages=tuple(items[:1]), settings={"temperature": 0.5, "timeout": 3})
+    view = ModelRequest(messages=MessageView(items, 3, origin=(10**9, 0)), tools=tools[:1])
+    assert [request_key(r, "m") for r in (plain, tuned, view)] == [
+        "df0752e5b296ce160e881dc9660611efa93a45806529d96c8a8de39155769e42",
+        "5cba49ff3291a1adbc48478a191f72edbabebe932e50247f0bf73b47f9e5b2c1",
+        "ad6767654a5e717626a840c059aa20f4cac7e654b91c1514fe16e04dcdca9db9",
+    ]
+
+
+def test_a_list_of_tools_changed_between_requests_changes_the_key() -> None:
+    tools = [ToolDefinition("a", "A", {})]
+    request = ModelRequest(messages=(UserMessage(content="hi"),), tools=tools)
+    before = request_key(request, "m")
+    tools.append(ToolDefinition("b", "B", {}))
+    assert request_key(request, "m") != before
+
+
+def test_a_reply_text_is_read_once_and_shared(tmp_path: Path) -> None:
+    # Replies are immutable: requests that get the same recorded text share one reply.
+    path = tmp_path / "cache.db"
+    recorder = CachedModel(ScriptedModel(["ok"], per_agent=True), path, mode="record")
+    asks = [ModelRequest(messages=(UserMessage(content=f"go {n}"),)) for n in range(2)]
+    for ask in asks:
+        asyncio.run(recorder.request(ask))
+    recorder.close()
+    player = CachedModel(None, path, mode="replay", name="scripted")
+    one, two = (asyncio.run(player.request(ask)) for ask in asks)
+    assert one is two
+    assert player.hits == 2
+    player.close()

@@ -311,3 +311,23 @@ def test_a_pool_with_nonsense_sizes_is_refused(options: dict[str, Any]) -> None:
 def test_a_model_refuses_a_pool_that_is_not_an_http_pool() -> None:
     with pytest.raises(UserError, match="HTTPPool"):
         OpenAIChatModel("m", base_url="http://localhost/v1", pool=10)  # type: ignore[arg-type]
+
+
+def test_shared_clients_use_the_proxies_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Made once per server, not per client: a proxy set in the environment still applies.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+    async def proxied() -> bool:
+        client = _stripes(HTTPPool(max_connections=1)).client(0)
+        url = httpx.URL("http://models.example/v1")
+        try:
+            return client._transport_for_url(url) is not client._transport
+        finally:
+            await client.aclose()
+
+    assert not asyncio.run(proxied())
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    assert asyncio.run(proxied())
