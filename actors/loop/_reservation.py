@@ -2,9 +2,12 @@
 
 Before each model request `BudgetGate.reserve` counts the request's worst case (its input, as
 estimated here, and its ``max_tokens`` of output, at the model's price), holds it on the
-`Ledger` (or refuses: `BudgetExceeded`, and nothing is sent), and logs it
-(``budget_reserved``); `BudgetGate.settle` releases it at what the reply reported
-(``budget_settled``). See `actors.loop._budget` for the budget and its ledger.
+`Ledger` (or refuses: `BudgetExceeded`, and nothing is sent), and puts it in the request's
+``request_header`` (``budget``); `BudgetGate.settle` releases it at what the reply reported,
+which the loop puts in the step's ``step_end`` (``budget``), or, when no ``step_end`` comes
+for it, logs as ``budget_settled`` (`BudgetGate.log_settled`). Folding them into events the
+step writes anyway keeps a budget's cost per request at one lock and no event of its own.
+See `actors.loop._budget` for the budget and its ledger.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors.context._messages import AssistantMessage
 from actors.context._usage import usage_of
@@ -128,9 +131,13 @@ class BudgetGate:
             return rates
 
     def reserve(
-        self, model: Model, request: ModelRequest, run_id: str, step: int
+        self, model: Model, request: ModelRequest, run_id: str, step: int, header: dict[str, Any]
     ) -> ModelRequest | RunError:
-        """Reserve ``request``'s worst case: the request to send, or why the run must end."""
+        """Reserve ``request``'s worst case: the request to send, or why the run must end.
+
+        The reservation goes into ``header`` (the request's ``request_header`` data, not yet
+        logged) as ``budget``: the step logs it with the request, at no extra event.
+        """
         ledger = self.ledger
         max_tokens = request.settings.get("max_tokens")
         if max_tokens is None and ledger.bounds_reply:  # sent without the agent's settings
@@ -162,29 +169,25 @@ class BudgetGate:
         self.open[run_id, step] = (amount, model.name)
         if self._run_cost[0] != run_id:
             self._run_cost = (run_id, 0)
-        self.ctx._record(
-            "budget_reserved",
-            {
-                "run_id": run_id,
-                "step": step,
-                "requests": 1,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "nano_usd": nano,
-            },
-        )
+        header["budget"] = {
+            "requests": 1,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "nano_usd": nano,
+        }
         return request
 
-    def settle(self, message: ModelReplied) -> None:
+    def settle(self, message: ModelReplied) -> dict[str, Any] | None:
         """The reply to a reserved request came (or its failure): settle what it reported.
 
-        A failure reports nothing spent, so it releases the reservation.
+        A failure reports nothing spent, so it releases the reservation. Returns what the log
+        must say of it (a ``step_end``'s ``budget``, or `log_settled`'s), or None when the
+        request reserved nothing.
         """
         entry = self.open.pop((message.run_id, message.step), None)
         if entry is None:
-            return
+            return None
         reserved, model_name = entry
-        spent: tuple[int, int, int, int] = ZERO
         response = message.response
         if response is not None:
             usage = response.usage
@@ -196,24 +199,31 @@ class BudgetGate:
                 nano = nano_at(price, usage.input_tokens, usage.output_tokens)
                 if message.run_id == self._run_cost[0]:  # a late reply's run has ended
                     self._run_cost = (message.run_id, self._run_cost[1] + nano)
-            spent = (usage.requests, usage.input_tokens, usage.output_tokens, nano)
+            spent: tuple[int, int, int, int] = (
+                usage.requests,
+                usage.input_tokens,
+                usage.output_tokens,
+                nano,
+            )
+        else:
+            spent = ZERO
         self.ledger.settle(reserved, spent)
-        self.ctx._record(
-            "budget_settled",
-            {
-                "run_id": message.run_id,
-                "step": message.step,
-                "reserved": {
-                    "requests": reserved[0],
-                    "input_tokens": reserved[1],
-                    "output_tokens": reserved[2],
-                    "nano_usd": reserved[3],
-                },
-                "spent": {
-                    "requests": spent[0],
-                    "input_tokens": spent[1],
-                    "output_tokens": spent[2],
-                    "nano_usd": spent[3],
-                },
+        return {
+            "reserved": {
+                "requests": reserved[0],
+                "input_tokens": reserved[1],
+                "output_tokens": reserved[2],
+                "nano_usd": reserved[3],
             },
-        )
+            "spent": {
+                "requests": spent[0],
+                "input_tokens": spent[1],
+                "output_tokens": spent[2],
+                "nano_usd": spent[3],
+            },
+        }
+
+    def log_settled(self, settled: dict[str, Any] | None, run_id: str, step: int) -> None:
+        """Log a settlement that no ``step_end`` carries (a late reply, an unsent request)."""
+        if settled is not None:
+            self.ctx._record("budget_settled", {"run_id": run_id, "step": step, **settled})
