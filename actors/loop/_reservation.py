@@ -13,6 +13,7 @@ See `actors.loop._budget` for the budget and its ledger.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -46,8 +47,9 @@ def estimate_input_tokens(model: Model, request: ModelRequest) -> int:
 
 def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> int:
     size = 0
-    for index in range(start, len(messages) if stop is None else stop):
-        message = messages[index]
+    # islice walks the sequence's own iterator: a `MessageView` indexed one message at a time
+    # would run its Python __getitem__ per message.
+    for message in itertools.islice(messages, start, stop):
         size += len(message.content) + _FRAMING
         # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
         if isinstance(message, AssistantMessage) and message.tool_calls:
@@ -58,7 +60,25 @@ def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None
 
 def tools_size(tools: Sequence[ToolDefinition]) -> int:
     """The characters of the tool definitions a request carries (their names, texts, schemas)."""
-    return sum(len(t.name) + len(t.description) + len(str(t.parameters)) + _FRAMING for t in tools)
+    size = 0
+    sizes = _SCHEMA_SIZES
+    for tool in tools:
+        # A tool's schema is made once and shared by the definitions of every agent of its
+        # spec: it is written out and counted once, not once per agent.
+        schema = tool.parameters
+        known = sizes.get(id(schema))
+        if known is None or known[0] is not schema:
+            if len(sizes) >= _SCHEMA_SIZES_KEPT:
+                sizes.clear()
+            known = sizes[id(schema)] = (schema, len(str(schema)))
+        size += len(tool.name) + len(tool.description) + known[1] + _FRAMING
+    return size
+
+
+# The written-out size of tool schemas by id, each with its schema (kept alive, so that its id
+# is not reused while it is here). A dict's get and set are atomic: no lock.
+_SCHEMA_SIZES: dict[int, tuple[object, int]] = {}
+_SCHEMA_SIZES_KEPT = 4096
 
 
 _FRAMING = 16  # characters a message or a tool costs besides its text (role, ids, quotes)
