@@ -137,10 +137,21 @@ class BudgetGate:
         count, last, size = self._counted
         if count > 1 and total >= count and messages[count - 1] is last:
             size += _messages_size(messages, count)
-        else:
-            size = _messages_size(messages, 1)
-        self._counted = (total, messages[total - 1], size)
-        return size + _messages_size(messages, 0, 1)
+            self._counted = (total, messages[total - 1], size)
+            return size + _messages_size(messages, 0, 1)
+        # Read whole (a new agent's first requests, mostly): one pass, the first message's
+        # size kept apart.
+        size = first = 0
+        message: Message | None = None
+        for message in messages:
+            size += len(message.content) + _FRAMING
+            if isinstance(message, AssistantMessage) and message.tool_calls:
+                for call in message.tool_calls:
+                    size += len(call.name) + len(str(call.arguments)) + _FRAMING
+            if not first:
+                first = size
+        self._counted = (total, message, size - first)
+        return size
 
     def _price(self, model_name: str) -> Rates | None:
         try:
