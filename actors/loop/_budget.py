@@ -19,15 +19,23 @@ hosts make the ledgers here (`ledger_for`) and rebuild them on restore (`spend_o
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+)
 
 from actors.exceptions import SerializationError, UserError
-from actors.models._prices import NANO, Price
+from actors.models._prices import NANO, Price, Rates
 
 if TYPE_CHECKING:
     from actors.context._events import Event
@@ -149,6 +157,7 @@ class Ledger:
         "lock",
         "parent",
         "prices",
+        "rates",
     )
 
     def __init__(self, budget: Budget, parent: Ledger | None = None) -> None:
@@ -168,6 +177,11 @@ class Ledger:
         self._chain: tuple[Ledger, ...] = (self, *(parent._chain if parent else ()))
         # The nearest budget's price of a model wins.
         self.prices: dict[str, Price] = {**(parent.prices if parent else {}), **budget.prices}
+        # Rates by model name, shared by the tree's agents; the budget's own when its prices
+        # are all there is (nothing above it adds any).
+        self.rates: dict[str, Rates | None] = (
+            _rates_of(budget) if parent is None or not parent.prices else {}
+        )
         # Known once (a chain never changes): whether any budget of it caps money, and whether
         # a request's reply needs a bound (money or output tokens are capped).
         self.in_dollars: bool = usd is not None or (parent is not None and parent.in_dollars)
@@ -254,6 +268,20 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"<Ledger spent={tuple(self.spent)} reserved={tuple(self.reserved)}>"
+
+
+# Rates by model name for each live budget (by id), as its prices or genai-prices give them:
+# looked up once for every ledger made of that budget (a fresh tree per run shares them). Not
+# kept on the budget: pydantic compares private attributes, and two equal budgets must stay so.
+_RATES: dict[int, dict[str, Rates | None]] = {}
+
+
+def _rates_of(budget: Budget) -> dict[str, Rates | None]:
+    rates = _RATES.get(id(budget))
+    if rates is None:
+        rates = _RATES[id(budget)] = {}
+        weakref.finalize(budget, _RATES.pop, id(budget), None)  # forgotten with the budget
+    return rates
 
 
 def check_budget(budget: object) -> Budget | None:

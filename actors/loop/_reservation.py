@@ -81,6 +81,7 @@ _SCHEMA_SIZES: dict[int, tuple[object, int]] = {}
 _SCHEMA_SIZES_KEPT = 4096
 
 
+_UNKNOWN: object = object()  # a model whose price is not looked up yet
 _FRAMING = 16  # characters a message or a tool costs besides its text (role, ids, quotes)
 
 
@@ -99,7 +100,7 @@ class BudgetGate:
         self.ctx = ctx
         # (run, step) of each request in flight: what it reserved, and its model's name
         self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
-        self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
+        self._rates = ledger.rates  # by model name, looked up once for the tree
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
         self._counted: tuple[int, object, int] = (0, None, 0)
@@ -154,12 +155,11 @@ class BudgetGate:
         return size
 
     def _price(self, model_name: str) -> Rates | None:
-        try:
-            return self._rates[model_name]
-        except KeyError:
+        rates = self._rates.get(model_name, _UNKNOWN)
+        if rates is _UNKNOWN:  # a get, not a KeyError: a new agent's first request misses
             price = price_of(model_name, self.ledger.prices)
             rates = self._rates[model_name] = None if price is None else rates_of(price)
-            return rates
+        return rates  # type: ignore[return-value]
 
     def reserve(
         self, model: Model, request: ModelRequest, run_id: str, step: int, header: dict[str, Any]
