@@ -95,7 +95,7 @@ def print_usage(out: Output, store: SessionStore, session_id: str) -> None:
     rows: list[list[object]] = []
     total = Usage()
     contexts = [(a, AgentContext.deserialize(a.context)) for a in stored.agents]
-    priced = any(e.type in _BUDGET_EVENTS for _, ctx in contexts for e in ctx.events)
+    priced = any(ctx._budgeted for _, ctx in contexts)  # the fold knows which logs have budgets
     spent = ZERO
     budget = None
     for agent, ctx in contexts:
@@ -122,9 +122,6 @@ def print_usage(out: Output, store: SessionStore, session_id: str) -> None:
         out.line(
             f"budget ({given or 'no caps'}): spent {_dollars(spent.usd)}, {spent.requests} requests"
         )
-
-
-_BUDGET_EVENTS = frozenset({"budget_set", "budget_reserved", "budget_settled"})
 
 
 def _dollars(amount: Decimal) -> str:

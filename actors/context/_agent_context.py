@@ -492,6 +492,9 @@ class AgentContext:
             self._usage = None
         elif kind in _BUDGET_TYPES:
             self._budgeted = True  # a restore reads this log for its ledger; others need not
+        elif kind in _BUDGET_CARRIERS:
+            if "budget" in data:  # a budgeted request's reservation, or its settlement
+                self._budgeted = True
         elif kind == "turn_start":
             self._iteration = 0
             self._run_id = data.get("run_id")
@@ -1083,6 +1086,9 @@ def _message_of(data: Mapping[str, Any]) -> Message:
 
 
 _BUDGET_TYPES = frozenset({"budget_set", "budget_reserved", "budget_settled"})
+# Events a step writes anyway, which carry a budgeted request's reservation (request_header)
+# and settlement (step_end) as ``budget``; budget_reserved is the first format's.
+_BUDGET_CARRIERS = frozenset({"request_header", "step_end"})
 
 _FOLDED = SURFACE_TYPES | {
     "usage",
@@ -1101,5 +1107,6 @@ _FOLDED = SURFACE_TYPES | {
     "budget_set",
     "budget_reserved",
     "budget_settled",
+    *_BUDGET_CARRIERS,
 }
 """The event types `_fold` projects (one branch each); every other event folds into nothing."""

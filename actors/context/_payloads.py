@@ -113,11 +113,22 @@ class _BudgetReserved(_Amount):
     step: StrictInt
 
 
-class _BudgetSettled(_Payload):
-    run_id: StrictStr
-    step: StrictInt
+class _Settlement(_Payload):
     reserved: _Amount
     spent: _Amount
+
+
+class _BudgetSettled(_Settlement):
+    run_id: StrictStr
+    step: StrictInt
+
+
+class _RequestHeader(_Payload):
+    budget: _Amount | None = None  # a budgeted request's reservation
+
+
+class _StepEnd(_Payload):
+    budget: _Settlement | None = None  # a budgeted request's settlement
 
 
 _SHAPES: dict[str, type[_Payload]] = {
@@ -135,6 +146,8 @@ _SHAPES: dict[str, type[_Payload]] = {
     "budget_set": _BudgetSet,
     "budget_reserved": _BudgetReserved,
     "budget_settled": _BudgetSettled,
+    "request_header": _RequestHeader,
+    "step_end": _StepEnd,
 }
 
 
@@ -149,6 +162,8 @@ _QUICK: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "step_start": lambda d: type(d.get("iteration", 0)) is int,
     "turn_start": _run_id_ok,
     "turn_end": _run_id_ok,
+    "request_header": lambda d: "budget" not in d,
+    "step_end": lambda d: "budget" not in d,
 }
 
 

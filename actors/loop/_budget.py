@@ -5,9 +5,11 @@ agent and every descendant. Before each model request the loop reserves the requ
 case (its counted input, its ``max_tokens`` out, at the model's price) on the `Ledger` the
 host gave it; a reservation that does not fit fails the run with `BudgetExceeded` and nothing
 is sent. The reply settles the reservation at what the provider reported. Both are logged
-(``budget_reserved``, ``budget_settled``), so a restore rebuilds the ledger from the tree's
-logs and counts a reservation whose reply never came as spent: what providers report never
-passes the budget, whatever crashed.
+(in the request's ``request_header`` and its reply's ``step_end``: ``budget``), so a restore
+rebuilds the ledger from the tree's logs and counts a reservation whose reply never came as
+spent: what providers report never passes the budget, whatever crashed. A settlement that has
+no ``step_end`` to ride on (a late reply, a request never sent) is a ``budget_settled`` event;
+logs of the first format, with ``budget_reserved`` events, read the same.
 
 The loop's side (one agent's reservations, the input estimate) is `actors.loop._reservation`;
 hosts make the ledgers here (`ledger_for`) and rebuild them on restore (`spend_of`,
@@ -17,14 +19,23 @@ hosts make the ledgers here (`ledger_for`) and rebuild them on restore (`spend_o
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import deque
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+)
 
 from actors.exceptions import SerializationError, UserError
-from actors.models._prices import NANO, Price
+from actors.models._prices import NANO, Price, Rates
 
 if TYPE_CHECKING:
     from actors.context._events import Event
@@ -128,12 +139,17 @@ class Ledger:
     Shared by every agent under it in one process; a nested ledger reserves in its parents
     too, all or nothing, under the one lock of its root. Amounts are (requests, input tokens,
     output tokens, nano-dollars), as in `Amount`.
+
+    Only a reservation takes the lock: a settlement is queued (a deque's append is atomic) and
+    counted by the next reservation, or read, of any ledger of the tree, before it decides.
+    Whoever decides sees every settlement made before it, as if each had taken the lock.
     """
 
     __slots__ = (
         "_caps",
         "_chain",
         "_reserved",
+        "_settled",
         "_spent",
         "bounds_reply",
         "budget",
@@ -141,12 +157,18 @@ class Ledger:
         "lock",
         "parent",
         "prices",
+        "rates",
     )
 
     def __init__(self, budget: Budget, parent: Ledger | None = None) -> None:
         self.budget = budget
         self.parent = parent
         self.lock: threading.Lock = parent.lock if parent is not None else threading.Lock()
+        # Settlements not counted yet, for the whole tree (shared like the lock): each holds
+        # the chain it applies to, what it had reserved and what it spent.
+        self._settled: deque[tuple[tuple[Ledger, ...], tuple[int, ...], tuple[int, ...]]] = (
+            parent._settled if parent is not None else deque()
+        )
         # Counters changed in place under the lock (a hot path: two changes per request).
         self._spent = [0, 0, 0, 0]
         self._reserved = [0, 0, 0, 0]
@@ -155,6 +177,11 @@ class Ledger:
         self._chain: tuple[Ledger, ...] = (self, *(parent._chain if parent else ()))
         # The nearest budget's price of a model wins.
         self.prices: dict[str, Price] = {**(parent.prices if parent else {}), **budget.prices}
+        # Rates by model name, shared by the tree's agents; the budget's own when its prices
+        # are all there is (nothing above it adds any).
+        self.rates: dict[str, Rates | None] = (
+            _rates_of(budget) if parent is None or not parent.prices else {}
+        )
         # Known once (a chain never changes): whether any budget of it caps money, and whether
         # a request's reply needs a bound (money or output tokens are capped).
         self.in_dollars: bool = usd is not None or (parent is not None and parent.in_dollars)
@@ -167,12 +194,16 @@ class Ledger:
     @property
     def spent(self) -> Amount:
         """What the requests under this ledger were reported to spend (or held when lost)."""
-        return Amount(*self._spent)
+        with self.lock:
+            self._count_settled()
+            return Amount(*self._spent)
 
     @property
     def reserved(self) -> Amount:
         """What requests in flight under this ledger hold."""
-        return Amount(*self._reserved)
+        with self.lock:
+            self._count_settled()
+            return Amount(*self._reserved)
 
     def chain(self) -> Iterator[Ledger]:
         """This ledger, then the ones it nests in, up to the tree's."""
@@ -181,6 +212,8 @@ class Ledger:
     def reserve(self, amount: tuple[int, int, int, int]) -> str | None:
         """Hold ``amount`` in every ledger of the chain, or none; a refusal says why."""
         with self.lock:
+            if self._settled:
+                self._count_settled()
             for ledger in self._chain:
                 caps, spent, held = ledger._caps, ledger._spent, ledger._reserved
                 for index in (0, 1, 2, 3):
@@ -196,9 +229,19 @@ class Ledger:
         return None
 
     def settle(self, reserved: tuple[int, ...], spent: tuple[int, ...]) -> None:
-        """A reservation ended: release it, and count what was really spent."""
-        with self.lock:
-            for ledger in self._chain:
+        """A reservation ended: release it, and count what was really spent.
+
+        Queued, without the lock: the next reservation or read of the tree counts it first.
+        """
+        self._settled.append((self._chain, reserved, spent))
+
+    def _count_settled(self) -> None:
+        # Under the lock. popleft is atomic: a settlement queued meanwhile is counted by this
+        # loop or by the next one, never twice.
+        queue = self._settled
+        while queue:
+            chain, reserved, spent = queue.popleft()
+            for ledger in chain:
                 held, used = ledger._reserved, ledger._spent
                 for index in (0, 1, 2, 3):
                     held[index] -= reserved[index]
@@ -209,6 +252,7 @@ class Ledger:
         self.settle(ZERO, spent)
 
     def _refusal(self, index: int, amount: tuple[int, ...]) -> str:
+        # Under the lock, settlements counted.
         left = self._caps[index]
         assert left is not None
         left -= self._spent[index] + self._reserved[index]
@@ -223,7 +267,21 @@ class Ledger:
         )
 
     def __repr__(self) -> str:
-        return f"<Ledger spent={tuple(self._spent)} reserved={tuple(self._reserved)}>"
+        return f"<Ledger spent={tuple(self.spent)} reserved={tuple(self.reserved)}>"
+
+
+# Rates by model name for each live budget (by id), as its prices or genai-prices give them:
+# looked up once for every ledger made of that budget (a fresh tree per run shares them). Not
+# kept on the budget: pydantic compares private attributes, and two equal budgets must stay so.
+_RATES: dict[int, dict[str, Rates | None]] = {}
+
+
+def _rates_of(budget: Budget) -> dict[str, Rates | None]:
+    rates = _RATES.get(id(budget))
+    if rates is None:
+        rates = _RATES[id(budget)] = {}
+        weakref.finalize(budget, _RATES.pop, id(budget), None)  # forgotten with the budget
+    return rates
 
 
 def check_budget(budget: object) -> Budget | None:
@@ -243,17 +301,33 @@ def ledger_for(parent: Ledger | None, budget: Budget | None) -> Ledger | None:
 
 
 def spend_of(events: Iterable[Event]) -> Amount:
-    """What one agent's log says it spent, counting a reservation never settled as spent."""
+    """What one agent's log says it spent, counting a reservation never settled as spent.
+
+    A reservation is a ``request_header``'s ``budget`` (or, in logs of the first format, a
+    ``budget_reserved`` event); a settlement is a ``step_end``'s ``budget`` or a
+    ``budget_settled`` event: ``{"reserved": ..., "spent": ...}``.
+    """
     total = ZERO
     for event in events:
-        if event.type == "budget_reserved":
+        kind = event.type
+        if kind == "request_header":
+            if "budget" in event.data:
+                total = total.plus(Amount.from_json(event.data["budget"]))
+        elif kind == "step_end":
+            if "budget" in event.data:
+                total = _settled(total, event.data["budget"])
+        elif kind == "budget_reserved":
             total = total.plus(Amount.from_json(event.data))
-        elif event.type == "budget_settled":
-            data = event.data
-            total = total.plus(Amount.from_json(data.get("spent"))).minus(
-                Amount.from_json(data.get("reserved"))
-            )
+        elif kind == "budget_settled":
+            total = _settled(total, event.data)
     return total
+
+
+def _settled(total: Amount, data: Any) -> Amount:
+    if not isinstance(data, dict):
+        return total
+    spent, reserved = Amount.from_json(data.get("spent")), Amount.from_json(data.get("reserved"))
+    return total.plus(spent).minus(reserved)
 
 
 def budget_of(events: Iterable[Event]) -> Budget | None:

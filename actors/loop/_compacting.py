@@ -115,13 +115,21 @@ class CompactionMixin(_LoopCore):
         run.compactions += 1
         return self._next_step()
 
-    def _on_overflow(self, run: _Run, error: BaseException) -> list[Effect] | None:
-        """The provider refused the step as too long: compact and try once more, or None."""
+    def _on_overflow(
+        self, run: _Run, error: BaseException, settled: dict[str, Any] | None = None
+    ) -> list[Effect] | None:
+        """The provider refused the step as too long: compact and try once more, or None.
+
+        ``settled`` is the step's budget settlement, which its ``step_end`` carries.
+        """
         compactor = self._compactor
         if compactor is None or run.overflowed or not is_context_too_long(error):
             return None
         run.overflowed = True
-        self.ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
+        ended: dict[str, Any] = {"step": run.step, "error": type(error).__name__}
+        if settled is not None:
+            ended["budget"] = settled
+        self.ctx._record("step_end", ended)
         self.log.warning("the provider refused the request as too long; compacting")
         compactor.overflowed(self.ctx, compactor.last_estimate)
         return self._next_step()

@@ -261,7 +261,8 @@ class AgentLoop(
     def unsent(self, effect: CallModel) -> None:
         """The host will not send ``effect`` (it ends the run instead): release its reservation."""
         if self._budget is not None:
-            self._budget.settle(ModelReplied(effect.run_id, effect.step))
+            settled = self._budget.settle(ModelReplied(effect.run_id, effect.step))
+            self._budget.log_settled(settled, effect.run_id, effect.step)
 
     def fail_now(self, error: RunError) -> list[Effect]:
         """End the run in progress with ``error`` (used by a host that hit a fault)."""
@@ -447,17 +448,18 @@ class AgentLoop(
             header["history"] = {"sent": len(messages), "of": ctx.message_count}
         if self._compactor is not None:
             header["tokens"] = self._compactor.last_estimate  # calibrates a restored agent
-        ctx._record("request_header", header)
-        run.awaiting_model = True
         if self._budget is not None:  # reserve the worst case, or send nothing (see _reservation)
-            reserved = self._budget.reserve(self.model, request, run.run_id, run.step)
+            # The reservation is logged in the request's header (its ``budget``).
+            reserved = self._budget.reserve(self.model, request, run.run_id, run.step, header)
             if isinstance(reserved, RunError):
-                run.awaiting_model = False
+                ctx._record("request_header", header)
                 ctx._record("step_end", {"step": run.step, "error": type(reserved).__name__})
                 return self._fail(
                     reserved, "limit" if type(reserved) is BudgetExceeded else "error"
                 )
             request = reserved
+        ctx._record("request_header", header)
+        run.awaiting_model = True
         return [CallModel(run.run_id, run.step, request, self.spec.model_timeout)]
 
     def _request_context(self) -> RunContext[Any]:
@@ -483,13 +485,20 @@ class AgentLoop(
     def _on_model(self, message: ModelReplied) -> list[Effect]:
         if message.step < 0:
             return self._on_summary(message)
-        if self._budget is not None:  # even a late reply settles what its request reserved
-            self._budget.settle(message)
+        # Even a late reply settles what its request reserved; the settlement rides on the
+        # step's step_end, or is logged apart when none comes (see _reservation).
+        budget = self._budget
+        settled = budget.settle(message) if budget is not None else None
         run = self._run
-        if run is None or message.run_id != run.run_id or message.step != run.step:
+        if (
+            run is None
+            or message.run_id != run.run_id
+            or message.step != run.step
+            or not run.awaiting_model
+        ):
+            if settled is not None:
+                budget.log_settled(settled, message.run_id, message.step)  # type: ignore[union-attr]
             self.log.debug("late model reply discarded", step=message.step)
-            return []
-        if not run.awaiting_model:
             return []
         run.awaiting_model = False
         ctx = self.ctx
@@ -497,9 +506,12 @@ class AgentLoop(
             ctx._record("model_fallback", switch.to_json())
         if message.error is not None or message.response is None:
             error = message.error or RuntimeError("model returned nothing")
-            if self._compactor is not None and (retry := self._on_overflow(run, error)):
+            if self._compactor is not None and (retry := self._on_overflow(run, error, settled)):
                 return retry
-            ctx._record("step_end", {"step": run.step, "error": type(error).__name__})
+            ended: dict[str, Any] = {"step": run.step, "error": type(error).__name__}
+            if settled is not None:
+                ended["budget"] = settled
+            ctx._record("step_end", ended)
             failure = RunFailedError(
                 f"agent {ctx.agent_id!r}: the model failed: {exception_text(error)}"
             )
@@ -512,14 +524,14 @@ class AgentLoop(
             run.overflowed = False
         reply = response.message
         ctx._add_message(reply)
-        ctx._record(
-            "step_end",
-            {
-                "step": run.step,
-                "finish_reason": response.finish_reason,
-                "model": response.model_name,
-            },
-        )
+        ended = {
+            "step": run.step,
+            "finish_reason": response.finish_reason,
+            "model": response.model_name,
+        }
+        if settled is not None:
+            ended["budget"] = settled
+        ctx._record("step_end", ended)
         calls = reply.tool_calls
         if self._counts_usage and (problem := self._usage_problem(new_calls=len(calls))):
             return self._fail(UsageLimitExceeded(f"agent {ctx.agent_id!r}: {problem}"), "limit")

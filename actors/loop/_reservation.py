@@ -2,17 +2,21 @@
 
 Before each model request `BudgetGate.reserve` counts the request's worst case (its input, as
 estimated here, and its ``max_tokens`` of output, at the model's price), holds it on the
-`Ledger` (or refuses: `BudgetExceeded`, and nothing is sent), and logs it
-(``budget_reserved``); `BudgetGate.settle` releases it at what the reply reported
-(``budget_settled``). See `actors.loop._budget` for the budget and its ledger.
+`Ledger` (or refuses: `BudgetExceeded`, and nothing is sent), and puts it in the request's
+``request_header`` (``budget``); `BudgetGate.settle` releases it at what the reply reported,
+which the loop puts in the step's ``step_end`` (``budget``), or, when no ``step_end`` comes
+for it, logs as ``budget_settled`` (`BudgetGate.log_settled`). Folding them into events the
+step writes anyway keeps a budget's cost per request at one lock and no event of its own.
+See `actors.loop._budget` for the budget and its ledger.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors.context._messages import AssistantMessage
 from actors.context._usage import usage_of
@@ -43,8 +47,9 @@ def estimate_input_tokens(model: Model, request: ModelRequest) -> int:
 
 def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None = None) -> int:
     size = 0
-    for index in range(start, len(messages) if stop is None else stop):
-        message = messages[index]
+    # islice walks the sequence's own iterator: a `MessageView` indexed one message at a time
+    # would run its Python __getitem__ per message.
+    for message in itertools.islice(messages, start, stop):
         size += len(message.content) + _FRAMING
         # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
         if isinstance(message, AssistantMessage) and message.tool_calls:
@@ -55,9 +60,28 @@ def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None
 
 def tools_size(tools: Sequence[ToolDefinition]) -> int:
     """The characters of the tool definitions a request carries (their names, texts, schemas)."""
-    return sum(len(t.name) + len(t.description) + len(str(t.parameters)) + _FRAMING for t in tools)
+    size = 0
+    sizes = _SCHEMA_SIZES
+    for tool in tools:
+        # A tool's schema is made once and shared by the definitions of every agent of its
+        # spec: it is written out and counted once, not once per agent.
+        schema = tool.parameters
+        known = sizes.get(id(schema))
+        if known is None or known[0] is not schema:
+            if len(sizes) >= _SCHEMA_SIZES_KEPT:
+                sizes.clear()
+            known = sizes[id(schema)] = (schema, len(str(schema)))
+        size += len(tool.name) + len(tool.description) + known[1] + _FRAMING
+    return size
 
 
+# The written-out size of tool schemas by id, each with its schema (kept alive, so that its id
+# is not reused while it is here). A dict's get and set are atomic: no lock.
+_SCHEMA_SIZES: dict[int, tuple[object, int]] = {}
+_SCHEMA_SIZES_KEPT = 4096
+
+
+_UNKNOWN: object = object()  # a model whose price is not looked up yet
 _FRAMING = 16  # characters a message or a tool costs besides its text (role, ids, quotes)
 
 
@@ -76,7 +100,7 @@ class BudgetGate:
         self.ctx = ctx
         # (run, step) of each request in flight: what it reserved, and its model's name
         self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
-        self._rates: dict[str, Rates | None] = {}  # by model name, looked up once
+        self._rates = ledger.rates  # by model name, looked up once for the tree
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
         self._counted: tuple[int, object, int] = (0, None, 0)
@@ -114,23 +138,37 @@ class BudgetGate:
         count, last, size = self._counted
         if count > 1 and total >= count and messages[count - 1] is last:
             size += _messages_size(messages, count)
-        else:
-            size = _messages_size(messages, 1)
-        self._counted = (total, messages[total - 1], size)
-        return size + _messages_size(messages, 0, 1)
+            self._counted = (total, messages[total - 1], size)
+            return size + _messages_size(messages, 0, 1)
+        # Read whole (a new agent's first requests, mostly): one pass, the first message's
+        # size kept apart.
+        size = first = 0
+        message: Message | None = None
+        for message in messages:
+            size += len(message.content) + _FRAMING
+            if isinstance(message, AssistantMessage) and message.tool_calls:
+                for call in message.tool_calls:
+                    size += len(call.name) + len(str(call.arguments)) + _FRAMING
+            if not first:
+                first = size
+        self._counted = (total, message, size - first)
+        return size
 
     def _price(self, model_name: str) -> Rates | None:
-        try:
-            return self._rates[model_name]
-        except KeyError:
+        rates = self._rates.get(model_name, _UNKNOWN)
+        if rates is _UNKNOWN:  # a get, not a KeyError: a new agent's first request misses
             price = price_of(model_name, self.ledger.prices)
             rates = self._rates[model_name] = None if price is None else rates_of(price)
-            return rates
+        return rates  # type: ignore[return-value]
 
     def reserve(
-        self, model: Model, request: ModelRequest, run_id: str, step: int
+        self, model: Model, request: ModelRequest, run_id: str, step: int, header: dict[str, Any]
     ) -> ModelRequest | RunError:
-        """Reserve ``request``'s worst case: the request to send, or why the run must end."""
+        """Reserve ``request``'s worst case: the request to send, or why the run must end.
+
+        The reservation goes into ``header`` (the request's ``request_header`` data, not yet
+        logged) as ``budget``: the step logs it with the request, at no extra event.
+        """
         ledger = self.ledger
         max_tokens = request.settings.get("max_tokens")
         if max_tokens is None and ledger.bounds_reply:  # sent without the agent's settings
@@ -162,29 +200,25 @@ class BudgetGate:
         self.open[run_id, step] = (amount, model.name)
         if self._run_cost[0] != run_id:
             self._run_cost = (run_id, 0)
-        self.ctx._record(
-            "budget_reserved",
-            {
-                "run_id": run_id,
-                "step": step,
-                "requests": 1,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "nano_usd": nano,
-            },
-        )
+        header["budget"] = {
+            "requests": 1,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "nano_usd": nano,
+        }
         return request
 
-    def settle(self, message: ModelReplied) -> None:
+    def settle(self, message: ModelReplied) -> dict[str, Any] | None:
         """The reply to a reserved request came (or its failure): settle what it reported.
 
-        A failure reports nothing spent, so it releases the reservation.
+        A failure reports nothing spent, so it releases the reservation. Returns what the log
+        must say of it (a ``step_end``'s ``budget``, or `log_settled`'s), or None when the
+        request reserved nothing.
         """
         entry = self.open.pop((message.run_id, message.step), None)
         if entry is None:
-            return
+            return None
         reserved, model_name = entry
-        spent: tuple[int, int, int, int] = ZERO
         response = message.response
         if response is not None:
             usage = response.usage
@@ -196,24 +230,31 @@ class BudgetGate:
                 nano = nano_at(price, usage.input_tokens, usage.output_tokens)
                 if message.run_id == self._run_cost[0]:  # a late reply's run has ended
                     self._run_cost = (message.run_id, self._run_cost[1] + nano)
-            spent = (usage.requests, usage.input_tokens, usage.output_tokens, nano)
+            spent: tuple[int, int, int, int] = (
+                usage.requests,
+                usage.input_tokens,
+                usage.output_tokens,
+                nano,
+            )
+        else:
+            spent = ZERO
         self.ledger.settle(reserved, spent)
-        self.ctx._record(
-            "budget_settled",
-            {
-                "run_id": message.run_id,
-                "step": message.step,
-                "reserved": {
-                    "requests": reserved[0],
-                    "input_tokens": reserved[1],
-                    "output_tokens": reserved[2],
-                    "nano_usd": reserved[3],
-                },
-                "spent": {
-                    "requests": spent[0],
-                    "input_tokens": spent[1],
-                    "output_tokens": spent[2],
-                    "nano_usd": spent[3],
-                },
+        return {
+            "reserved": {
+                "requests": reserved[0],
+                "input_tokens": reserved[1],
+                "output_tokens": reserved[2],
+                "nano_usd": reserved[3],
             },
-        )
+            "spent": {
+                "requests": spent[0],
+                "input_tokens": spent[1],
+                "output_tokens": spent[2],
+                "nano_usd": spent[3],
+            },
+        }
+
+    def log_settled(self, settled: dict[str, Any] | None, run_id: str, step: int) -> None:
+        """Log a settlement that no ``step_end`` carries (a late reply, an unsent request)."""
+        if settled is not None:
+            self.ctx._record("budget_settled", {"run_id": run_id, "step": step, **settled})

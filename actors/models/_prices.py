@@ -59,7 +59,9 @@ _FEMTO_PER_NANO_MTOK = 10**6 * 10**6  # femto-dollars per nano-dollar, times tok
 
 def rates_of(price: Price) -> Rates:
     """``price`` as integer rates: every request of a budgeted tree is priced without Decimal."""
-    return price._rates
+    # Read where pydantic keeps private attributes: its __getattr__ for them is slower.
+    private = price.__pydantic_private__
+    return private["_rates"] if private else price._rates
 
 
 def nano_at(rates: Rates, input_tokens: int, output_tokens: int) -> int:

@@ -93,13 +93,15 @@ def test_reservations_and_settlements_are_logged_and_add_up() -> None:
     driver = SyncDriver(Agent("a", model=ScriptedModel(["one two three"]), budget=budget))
     driver.run("hi")
     events = driver.context.events
-    reserved = [e for e in events if e.type == "budget_reserved"]
-    settled = [e for e in events if e.type == "budget_settled"]
+    # Both ride on events the step writes anyway: the request's header, the step's end.
+    assert not [e for e in events if e.type in ("budget_reserved", "budget_settled")]
+    reserved = [e.data["budget"] for e in events if e.type == "request_header"]
+    settled = [e.data["budget"] for e in events if e.type == "step_end"]
     assert len(reserved) == len(settled) == 1
-    assert reserved[0].data["output_tokens"] == 50  # the budget's max_tokens: no worst case
-    assert settled[0].data["reserved"] == {k: reserved[0].data[k] for k in Amount._fields}
+    assert reserved[0]["output_tokens"] == 50  # the budget's max_tokens: no worst case
+    assert settled[0]["reserved"] == {k: reserved[0][k] for k in Amount._fields}
     usage = driver.context.usage
-    spent = settled[0].data["spent"]
+    spent = settled[0]["spent"]
     assert spent["input_tokens"] == usage.input_tokens
     assert spent["output_tokens"] == usage.output_tokens
     assert spent["nano_usd"] == (usage.input_tokens * 1 + usage.output_tokens * 2) * 1000
@@ -216,8 +218,9 @@ def test_a_failed_request_reports_nothing_spent_and_releases_its_reservation() -
         assert ledger is not None
         assert ledger.reserved == Amount()
         assert ledger.spent == Amount()
-        settled = [e for e in ref.context().events if e.type == "budget_settled"]
-    assert [e.data["spent"]["requests"] for e in settled] == [0]
+        events = ref.context().events
+    settled = [e.data["budget"] for e in events if e.type == "step_end"]
+    assert [s["spent"]["requests"] for s in settled] == [0]
 
 
 def test_a_growing_transcript_is_counted_as_if_read_whole_each_time() -> None:

@@ -110,7 +110,65 @@ def test_a_damaged_budget_event_is_refused_typed_when_the_log_is_read() -> None:
     driver.run("hi")
     blob = driver.context.serialize()
     for event in blob["events"]:
+        if event["type"] == "step_end":
+            event["data"]["budget"]["spent"] = {"requests": "one"}
+    with pytest.raises(SerializationError, match="step_end"):
+        AgentContext.deserialize(blob)
+    old = _first_format(driver.context.serialize())
+    for event in old["events"]:
         if event["type"] == "budget_settled":
             event["data"]["spent"] = {"requests": "one"}
     with pytest.raises(SerializationError, match="budget_settled"):
-        AgentContext.deserialize(blob)
+        AgentContext.deserialize(old)
+
+
+def _first_format(blob: dict[str, Any]) -> dict[str, Any]:
+    """``blob`` as the first format of budgets logged it: events of their own."""
+    events: list[dict[str, Any]] = []
+    run_id, step = "", 0
+    for event in blob["events"]:
+        data = dict(event["data"])
+        run_id = data.get("run_id", run_id) if event["type"] == "turn_start" else run_id
+        step = data.get("step", step) if event["type"] == "step_start" else step
+        budget = data.pop("budget", None)
+        events.append({**event, "data": data})
+        if budget is not None:
+            kind = "budget_reserved" if event["type"] == "request_header" else "budget_settled"
+            events.append(
+                {**event, "type": kind, "data": {"run_id": run_id, "step": step, **budget}}
+            )
+    for seq, event in enumerate(events):
+        event["seq"] = seq
+    return {**blob, "events": events}
+
+
+def test_a_log_of_the_first_format_is_read_the_same() -> None:
+    """Logs written before reservations rode on request_header/step_end still restore."""
+    from actors import Agent, AgentContext, Budget
+    from actors.loop._budget import Amount, spend_of
+    from actors.testing import ScriptedModel, SyncDriver
+
+    spec = Agent("a", model=ScriptedModel(["one", "two"]), budget=Budget(requests=5))
+    driver = SyncDriver(spec)  # a budget on the spec: no budget_set, only the requests say it
+    driver.run("1")
+    driver.run("2")
+    blob = driver.context.serialize()
+    new = AgentContext.deserialize(blob)
+    old = AgentContext.deserialize(_first_format(blob))
+    assert new._budgeted
+    assert old._budgeted
+    assert spend_of(new.events) == spend_of(old.events)
+    assert spend_of(new.events).requests == 2
+
+    # A request whose reply never came (a SIGKILL): its reservation counts as spent.
+    for event in reversed(blob["events"]):
+        if event["type"] == "step_end":
+            del event["data"]["budget"]
+            break
+    cut = AgentContext.deserialize(blob)
+    cut_old = AgentContext.deserialize(_first_format(blob))
+    last = [e.data["budget"] for e in new.events if e.type == "step_end"][-1]
+    assert spend_of(cut.events) == spend_of(cut_old.events)
+    assert spend_of(cut.events) == spend_of(new.events).minus(Amount.from_json(last["spent"])).plus(
+        Amount.from_json(last["reserved"])
+    )
