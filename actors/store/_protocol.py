@@ -10,7 +10,7 @@ from actors.context._events import Event
 from actors.exceptions import SessionNotFoundError, UserError
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
-__all__ = ["SessionStore", "check_store", "has_session"]
+__all__ = ["SessionStore", "begin_session", "check_store", "has_session"]
 
 
 @runtime_checkable
@@ -262,4 +262,49 @@ def has_session(store: SessionStore, session_id: str) -> bool:
         store.last_seq(session_id, "")
     except SessionNotFoundError:
         return False
+    return True
+
+
+def begin_session(
+    store: SessionStore,
+    session_id: str,
+    root: AgentRecord,
+    *,
+    data: Mapping[str, Any] | None = None,
+    acquire: bool = False,
+) -> bool:
+    """Start a session's tree: claim it, create it, put its root agent's record.
+
+    What a host does for every new session, in one transaction where the store offers a
+    ``begin_session`` method of this signature (the built-in stores do), else as the calls
+    `SessionStore.acquire`, `SessionStore.create_session`, `SessionStore.last_seq` and
+    `SessionStore.put_agent`, so a store without the method still works.
+
+    Args:
+        store: Where the session lives.
+        session_id: The session.
+        root: The record of the tree's root agent (its id is the session's root agent id).
+        data: A small JSON object kept with a new session.
+        acquire: Make ``store`` the session's only writer first (see `SessionStore.acquire`);
+            the claim stays when the root is found with a log.
+
+    Returns:
+        True when the root's record was put; False when the root agent already has events
+        (the session is left as it was, but for the claim: restore it instead).
+
+    Raises:
+        SessionBusyError: Another live store instance holds the session.
+        StoreError: The session exists with a different root agent, or the store failed.
+        UserError: An empty id, a record that is not an `AgentRecord`, or ``data`` that is
+            not plain JSON.
+    """
+    own = getattr(store, "begin_session", None)
+    if own is not None:
+        return bool(own(session_id, root, data=data, acquire=acquire))
+    if acquire:
+        store.acquire(session_id)
+    store.create_session(session_id, root_agent_id=root.agent_id, data=data)
+    if store.last_seq(session_id, root.agent_id) >= 0:
+        return False
+    store.put_agent(session_id, root)
     return True

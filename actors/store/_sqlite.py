@@ -217,6 +217,57 @@ class SQLiteStore(SessionStore):
                 (session_id, root_agent_id, encoded, now, now),
             )
 
+    def begin_session(
+        self,
+        session_id: str,
+        root: AgentRecord,
+        *,
+        data: Mapping[str, Any] | None = None,
+        acquire: bool = False,
+    ) -> bool:
+        """Claim, create and put the root of a session in one transaction.
+
+        See `actors.store._protocol.begin_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root.agent_id)
+        check_record(root)
+        encoded = encode_data("session data", data)
+        claim = acquire and session_id not in self._held
+        with self._transaction("beginning a session") as conn:
+            now = self._now()
+            if claim:
+                owners.claim(conn, session_id, self._holder, now, str(self._path))
+            else:
+                self._check_writer(conn, session_id)
+            row = conn.execute(
+                "SELECT root_agent_id, (SELECT MAX(seq) FROM events AS e"
+                " WHERE e.session_id = s.session_id AND e.agent_id = ?)"
+                " FROM sessions AS s WHERE s.session_id = ?",
+                (root.agent_id, session_id),
+            ).fetchone()
+            if row is not None and row[0] != root.agent_id:
+                raise StoreError(
+                    f"session {session_id!r} exists in {self._path} with root agent "
+                    f"{row[0]!r}, not {root.agent_id!r}; choose another session id or "
+                    "delete the old session"
+                )
+            if row is None:
+                conn.execute(
+                    "INSERT INTO sessions (session_id, root_agent_id, data, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, root.agent_id, encoded, now, now),
+                )
+            # A root with a log is left alone: the caller restores it instead.
+            has_log = row is not None and (
+                row[1] is not None or forks.prefix_last(conn, session_id, root.agent_id) >= 0
+            )
+            if not has_log:
+                self._put(conn, session_id, root)
+        if claim:
+            self._held.add(session_id)
+        return not has_log
+
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
         check_storable(session_id)
