@@ -146,14 +146,23 @@ class SQLiteStore(SessionStore):
             ) from exc
 
     @contextmanager
-    def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and one transaction; commit on success, roll back on any error."""
+    def _transaction(
+        self, what: str, *, write: bool = True, single: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and one transaction; commit on success, roll back on any error.
+
+        ``single``: the caller runs one read statement, atomic on its own: no BEGIN/COMMIT.
+        """
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise StoreError(
                     f"the SQLiteStore on {self._path} is closed; open a new SQLiteStore"
                 )
+            if single and not write:
+                with self._errors(what):
+                    yield conn
+                return
             with self._errors(what):
                 # IMMEDIATE takes the write lock up front: two writers never deadlock on an
                 # upgrade from read to write.
@@ -262,8 +271,25 @@ class SQLiteStore(SessionStore):
             has_log = row is not None and (
                 row[1] is not None or forks.prefix_last(conn, session_id, root.agent_id) >= 0
             )
-            if not has_log:
-                self._put(conn, session_id, root)
+            if not has_log:  # the session's row and its writer were checked just above
+                conn.execute(
+                    "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO UPDATE SET"
+                    " parent_id = excluded.parent_id, name = excluded.name,"
+                    " status = excluded.status, position = excluded.position",
+                    (
+                        session_id,
+                        root.agent_id,
+                        root.parent_id,
+                        root.name,
+                        root.status,
+                        root.position,
+                    ),
+                )
+                if row is not None:
+                    conn.execute(
+                        "UPDATE sessions SET updated_at = ? WHERE session_id = ?", (now, session_id)
+                    )
         if claim:
             self._held.add(session_id)
         return not has_log
@@ -582,7 +608,8 @@ class SQLiteStore(SessionStore):
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
         check_storable(session_id, agent_id)
-        with self._transaction("reading the last seq", write=False) as conn:
+        # Without an agent (has_session): one statement, no transaction around it.
+        with self._transaction("reading the last seq", write=False, single=not agent_id) as conn:
             row = conn.execute(
                 "SELECT (SELECT MAX(seq) FROM events AS e"
                 " WHERE e.session_id = s.session_id AND e.agent_id = ?)"
