@@ -54,11 +54,11 @@ from actors.runtime._host import (
 )
 from actors.runtime._mailbox import Dispatcher
 from actors.runtime._node import AgentNode, Tree, new_child, new_loop, new_root
-from actors.runtime._persist import SNAPSHOT_EVERY, check_snapshot_every, persist
+from actors.runtime._persist import SNAPSHOT_EVERY, check_snapshot_every, persist, record_of
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
 from actors.runtime._tombstone import Tombstone, TreeNode
 from actors.runtime._virtual import Passivation
-from actors.store._protocol import SessionStore
+from actors.store._protocol import SessionStore, begin_session
 
 __all__ = ["ASK_TIMEOUT", "LocalHost"]
 
@@ -337,14 +337,19 @@ class LocalHost(Orchestration):
         # This process becomes the session's only writer (another holding it is refused here,
         # before anything is written); a session live here already is held already.
         claimed = self.session_root(store, tree.session_id) is None and self.exclusive
-        if claimed:
-            store.acquire(tree.session_id)
+        # One transaction: the claim, the session and the root's record (its status saved, so
+        # the first persist writes only events).
+        record = record_of(node)
         try:
-            store.create_session(
-                tree.session_id, root_agent_id=node.agent_id, data={"agent": node.spec.name}
+            fresh = begin_session(
+                store,
+                tree.session_id,
+                record,
+                data={"agent": node.spec.name},
+                acquire=claimed,
             )
             # A fresh context's events would collide with the stored ones at every seq.
-            if not new_session and store.last_seq(tree.session_id, node.agent_id) >= 0:
+            if not fresh and not new_session:
                 raise UserError(
                     f"session {tree.session_id!r} already holds agent {node.agent_id!r}; "
                     "continue it with Runtime.restore or Runtime.open_session, or spawn with "
@@ -354,6 +359,8 @@ class LocalHost(Orchestration):
             if claimed:
                 store.release(tree.session_id)
             raise
+        if fresh:
+            node.saved_status = record.status
 
     def release_session(self, store: SessionStore, session_id: str) -> None:
         """Stop holding a session (its root stopped, or it sleeps); a failure is only logged."""

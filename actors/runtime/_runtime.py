@@ -23,7 +23,7 @@ from actors.runtime._local import LocalHost
 from actors.runtime._persist import SNAPSHOT_EVERY
 from actors.runtime._ref import AgentRef
 from actors.runtime._restore import restore_tree
-from actors.store._protocol import SessionStore, check_store, has_session
+from actors.store._protocol import SessionStore, check_store, has_session, is_store
 
 __all__ = ["Runtime"]
 
@@ -301,7 +301,7 @@ class Runtime:
         """
         if not isinstance(session_id, str) or not session_id:
             raise UserError(f"open_session needs a non-empty session_id, got {session_id!r}")
-        if not isinstance(store, SessionStore):
+        if not is_store(store):
             raise UserError(f"open_session needs a SessionStore, got {type(store).__name__}")
         known = self._session_ref(agent, store, session_id)  # the usual case: no lock taken
         if known is not None:

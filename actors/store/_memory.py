@@ -157,6 +157,44 @@ class MemoryStore(SessionStore):
             now = self._now()
             self._sessions[session_id] = _Session(root_agent_id, encoded, now, now)
 
+    def begin_session(
+        self,
+        session_id: str,
+        root: AgentRecord,
+        *,
+        data: Mapping[str, Any] | None = None,
+        acquire: bool = False,
+    ) -> bool:
+        """Claim, create and put the root of a session at once.
+
+        See `actors.store._protocol.begin_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root.agent_id)
+        check_record(root)
+        encoded = encode_data("session data", data)
+        with self._lock:
+            self._check_open()
+            self._check_writer(session_id)
+            session = self._sessions.get(session_id)
+            if session is not None and session.root_agent_id != root.agent_id:
+                raise StoreError(
+                    f"session {session_id!r} exists with root agent "
+                    f"{session.root_agent_id!r}, not {root.agent_id!r}; choose another "
+                    "session id or delete the old session"
+                )
+            if acquire:
+                self._shared.holders[session_id] = self._holder
+            now = self._now()
+            if session is None:
+                session = self._sessions[session_id] = _Session(root.agent_id, encoded, now, now)
+            elif session.logs.get(root.agent_id):
+                return False  # the root has a log: put nothing (the caller restores it)
+            session.agents[root.agent_id] = root
+            session.logs.setdefault(root.agent_id, [])
+            session.updated_at = now
+            return True
+
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
         check_storable(session_id)

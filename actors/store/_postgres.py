@@ -204,6 +204,47 @@ class PostgresStore(SessionStore):
 
         self._open().run("creating a session", work)
 
+    def begin_session(
+        self,
+        session_id: str,
+        root: AgentRecord,
+        *,
+        data: Mapping[str, Any] | None = None,
+        acquire: bool = False,
+    ) -> bool:
+        """Claim a session, then create it and put its root in one transaction.
+
+        See `actors.store._protocol.begin_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root.agent_id)
+        check_record(root)
+        encoded = encode_data("session data", data)
+        if acquire:  # the claim has its own path (a held lock, re-armed on reconnect)
+            self.acquire(session_id)
+        params = self._agent_params(session_id, root)
+        params.update(root=root.agent_id, data=encoded)
+
+        def work(conn: Connection) -> bool:
+            self._lock_session(conn, session_id)
+            self._holds.check_writer(conn, session_id)
+            conn.execute(self._sql.create_session, params)
+            (stored,) = conn.execute(self._sql.root_of, params).fetchone() or (None,)
+            if stored != root.agent_id:
+                raise StoreError(
+                    f"session {session_id!r} exists in {self.url} with root agent {stored!r}, "
+                    f"not {root.agent_id!r}; choose another session id or delete the old "
+                    "session"
+                )
+            (last,) = conn.execute(self._sql.last_seq, params).fetchone() or (None,)
+            if last is not None:
+                return False  # the root has a log: put nothing (the caller restores it)
+            conn.execute(self._sql.put_agent, params)
+            return True
+
+        written: bool = self._open().run("beginning a session", work)
+        return written
+
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
         check_storable(session_id)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, TypeGuard, runtime_checkable
 
 from actors.context._events import Event
 from actors.exceptions import SessionNotFoundError, UserError
 from actors.store._records import AgentRecord, SessionInfo, StoredSession
 
-__all__ = ["SessionStore", "check_store", "has_session"]
+__all__ = ["SessionStore", "begin_session", "check_store", "has_session", "is_store"]
 
 
 @runtime_checkable
@@ -247,9 +248,25 @@ class SessionStore(Protocol):
         self.close()
 
 
+# Classes seen to satisfy the protocol: a runtime-checkable isinstance() looks up every method
+# each time (~10 us), and a host checks the store of every session it opens.
+_STORE_TYPES: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def is_store(obj: object) -> TypeGuard[SessionStore]:
+    """``isinstance(obj, SessionStore)``, remembered per class."""
+    kind = type(obj)
+    if kind in _STORE_TYPES:
+        return True
+    if isinstance(obj, SessionStore):
+        _STORE_TYPES.add(kind)
+        return True
+    return False
+
+
 def check_store(store: object) -> None:
     """A store is None or has the `SessionStore` methods; else `UserError`."""
-    if store is not None and not isinstance(store, SessionStore):
+    if store is not None and not is_store(store):
         raise UserError(
             "store must be a SessionStore (SQLiteStore(path), MemoryStore(), "
             f"PostgresStore(dsn)) or None, got {type(store).__name__}"
@@ -262,4 +279,49 @@ def has_session(store: SessionStore, session_id: str) -> bool:
         store.last_seq(session_id, "")
     except SessionNotFoundError:
         return False
+    return True
+
+
+def begin_session(
+    store: SessionStore,
+    session_id: str,
+    root: AgentRecord,
+    *,
+    data: Mapping[str, Any] | None = None,
+    acquire: bool = False,
+) -> bool:
+    """Start a session's tree: claim it, create it, put its root agent's record.
+
+    What a host does for every new session, in one transaction where the store offers a
+    ``begin_session`` method of this signature (the built-in stores do), else as the calls
+    `SessionStore.acquire`, `SessionStore.create_session`, `SessionStore.last_seq` and
+    `SessionStore.put_agent`, so a store without the method still works.
+
+    Args:
+        store: Where the session lives.
+        session_id: The session.
+        root: The record of the tree's root agent (its id is the session's root agent id).
+        data: A small JSON object kept with a new session.
+        acquire: Make ``store`` the session's only writer first (see `SessionStore.acquire`);
+            the claim stays when the root is found with a log.
+
+    Returns:
+        True when the root's record was put; False when the root agent already has events
+        (the session is left as it was, but for the claim: restore it instead).
+
+    Raises:
+        SessionBusyError: Another live store instance holds the session.
+        StoreError: The session exists with a different root agent, or the store failed.
+        UserError: An empty id, a record that is not an `AgentRecord`, or ``data`` that is
+            not plain JSON.
+    """
+    own = getattr(store, "begin_session", None)
+    if own is not None:
+        return bool(own(session_id, root, data=data, acquire=acquire))
+    if acquire:
+        store.acquire(session_id)
+    store.create_session(session_id, root_agent_id=root.agent_id, data=data)
+    if store.last_seq(session_id, root.agent_id) >= 0:
+        return False
+    store.put_agent(session_id, root)
     return True

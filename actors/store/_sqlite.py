@@ -146,14 +146,23 @@ class SQLiteStore(SessionStore):
             ) from exc
 
     @contextmanager
-    def _transaction(self, what: str, *, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and one transaction; commit on success, roll back on any error."""
+    def _transaction(
+        self, what: str, *, write: bool = True, single: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and one transaction; commit on success, roll back on any error.
+
+        ``single``: the caller runs one read statement, atomic on its own: no BEGIN/COMMIT.
+        """
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise StoreError(
                     f"the SQLiteStore on {self._path} is closed; open a new SQLiteStore"
                 )
+            if single and not write:
+                with self._errors(what):
+                    yield conn
+                return
             with self._errors(what):
                 # IMMEDIATE takes the write lock up front: two writers never deadlock on an
                 # upgrade from read to write.
@@ -216,6 +225,74 @@ class SQLiteStore(SessionStore):
                 " VALUES (?, ?, ?, ?, ?)",
                 (session_id, root_agent_id, encoded, now, now),
             )
+
+    def begin_session(
+        self,
+        session_id: str,
+        root: AgentRecord,
+        *,
+        data: Mapping[str, Any] | None = None,
+        acquire: bool = False,
+    ) -> bool:
+        """Claim, create and put the root of a session in one transaction.
+
+        See `actors.store._protocol.begin_session`.
+        """
+        check_id("session_id", session_id)
+        check_id("root_agent_id", root.agent_id)
+        check_record(root)
+        encoded = encode_data("session data", data)
+        claim = acquire and session_id not in self._held
+        with self._transaction("beginning a session") as conn:
+            now = self._now()
+            if claim:
+                owners.claim(conn, session_id, self._holder, now, str(self._path))
+            else:
+                self._check_writer(conn, session_id)
+            row = conn.execute(
+                "SELECT root_agent_id, (SELECT MAX(seq) FROM events AS e"
+                " WHERE e.session_id = s.session_id AND e.agent_id = ?)"
+                " FROM sessions AS s WHERE s.session_id = ?",
+                (root.agent_id, session_id),
+            ).fetchone()
+            if row is not None and row[0] != root.agent_id:
+                raise StoreError(
+                    f"session {session_id!r} exists in {self._path} with root agent "
+                    f"{row[0]!r}, not {root.agent_id!r}; choose another session id or "
+                    "delete the old session"
+                )
+            if row is None:
+                conn.execute(
+                    "INSERT INTO sessions (session_id, root_agent_id, data, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, root.agent_id, encoded, now, now),
+                )
+            # A root with a log is left alone: the caller restores it instead.
+            has_log = row is not None and (
+                row[1] is not None or forks.prefix_last(conn, session_id, root.agent_id) >= 0
+            )
+            if not has_log:  # the session's row and its writer were checked just above
+                conn.execute(
+                    "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO UPDATE SET"
+                    " parent_id = excluded.parent_id, name = excluded.name,"
+                    " status = excluded.status, position = excluded.position",
+                    (
+                        session_id,
+                        root.agent_id,
+                        root.parent_id,
+                        root.name,
+                        root.status,
+                        root.position,
+                    ),
+                )
+                if row is not None:
+                    conn.execute(
+                        "UPDATE sessions SET updated_at = ? WHERE session_id = ?", (now, session_id)
+                    )
+        if claim:
+            self._held.add(session_id)
+        return not has_log
 
     def put_agent(self, session_id: str, record: AgentRecord) -> None:
         """Insert or update an agent of the session. See `SessionStore.put_agent`."""
@@ -531,7 +608,8 @@ class SQLiteStore(SessionStore):
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""
         check_storable(session_id, agent_id)
-        with self._transaction("reading the last seq", write=False) as conn:
+        # Without an agent (has_session): one statement, no transaction around it.
+        with self._transaction("reading the last seq", write=False, single=not agent_id) as conn:
             row = conn.execute(
                 "SELECT (SELECT MAX(seq) FROM events AS e"
                 " WHERE e.session_id = s.session_id AND e.agent_id = ?)"

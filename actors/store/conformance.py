@@ -30,12 +30,12 @@ import pytest
 
 from actors.context._agent_context import AgentContext
 from actors.context._events import Event
-from actors.exceptions import SessionNotFoundError, StoreError, UserError
+from actors.exceptions import SessionBusyError, SessionNotFoundError, StoreError, UserError
 from actors.store._conformance_base import EPOCH, counting_clock, sample_context
 from actors.store._conformance_forks import ForkConformance
 from actors.store._conformance_ownership import OwnershipConformance
 from actors.store._conformance_snapshots import SnapshotConformance
-from actors.store._protocol import SessionStore
+from actors.store._protocol import SessionStore, begin_session
 from actors.store._records import AgentRecord
 
 __all__ = ["StoreConformance", "counting_clock", "sample_context"]
@@ -102,6 +102,52 @@ class StoreConformance(OwnershipConformance, SnapshotConformance, ForkConformanc
         data["tags"].append("b")
         store.load("s1").data["tags"].append("c")
         assert store.load("s1").data == {"tags": ["a"]}
+
+    def test_begin_session_claims_creates_and_puts_the_root(
+        self, store: SessionStore, peer: SessionStore
+    ) -> None:
+        """One call: the session exists with its data and root record, held by the caller."""
+        root = AgentRecord("root", None, "assistant", "idle")
+        assert begin_session(store, "s1", root, data={"agent": "assistant"}, acquire=True)
+        loaded = store.load("s1")
+        assert (loaded.root_agent_id, loaded.data) == ("root", {"agent": "assistant"})
+        assert [a.record for a in loaded.agents] == [root]
+        with pytest.raises(SessionBusyError):
+            peer.append_events("s1", "root", self._events("root", 0, 1))
+        store.append_events("s1", "root", self._events("root", 0, 2))
+        store.release("s1")
+        peer.append_events("s1", "root", self._events("root", 2, 1))
+
+    def test_begin_session_leaves_a_root_with_a_log_alone(self, store: SessionStore) -> None:
+        """A root that has events is not overwritten: False, and the stored session stays."""
+        self._session(store)
+        store.append_events("s1", "root", self._events("root", 0, 2))
+        before = store.load("s1")
+        again = AgentRecord("root", None, "assistant", "finished")
+        assert not begin_session(store, "s1", again, data={"agent": "other"})
+        assert store.load("s1") == before
+
+    def test_begin_session_puts_a_root_without_events(self, store: SessionStore) -> None:
+        """An existing session whose root logged nothing yet gets the new record: True."""
+        self._session(store)
+        record = AgentRecord("root", None, "assistant", "running")
+        assert begin_session(store, "s1", record)
+        assert [a.record for a in store.load("s1").agents] == [record]
+
+    def test_begin_session_refuses_another_root_and_busy_sessions(
+        self, store: SessionStore, peer: SessionStore
+    ) -> None:
+        """Another root, or a session held elsewhere, raise and write nothing."""
+        store.create_session("s1", root_agent_id="root")
+        with pytest.raises(StoreError, match="s1"):
+            begin_session(store, "s1", AgentRecord("other", None, "assistant", "idle"))
+        assert store.load("s1").agents == ()
+        peer.acquire("s2")
+        with pytest.raises(SessionBusyError):
+            begin_session(store, "s2", AgentRecord("root", None, "a", "idle"), acquire=True)
+        assert [info.session_id for info in store.list_sessions()] == ["s1"]
+        with pytest.raises(UserError):
+            begin_session(store, "", AgentRecord("root", None, "a", "idle"))
 
     # -- agents -----------------------------------------------------------------------------
 

@@ -191,6 +191,10 @@ class _FailingOnce(MemoryStore):
         self._trip()
         super().put_agent(session_id, record)
 
+    def begin_session(self, session_id: str, root: Any, **kw: Any) -> bool:
+        self._trip()  # a new session's root is put here
+        return super().begin_session(session_id, root, **kw)
+
     def append_events(self, session_id: str, agent_id: str, events: Any, **kw: Any) -> None:
         self._trip()
         super().append_events(session_id, agent_id, events, **kw)

@@ -17,6 +17,23 @@ class TestMemoryStore(StoreConformance):
         return store.sibling()
 
 
+class _StoreWithoutBeginSession(MemoryStore):
+    """A store written before `begin_session`: the helper falls back to the four calls."""
+
+    @property
+    def begin_session(self) -> None:  # type: ignore[override]
+        raise AttributeError("begin_session")
+
+
+class TestStoreWithoutBeginSession(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return _StoreWithoutBeginSession()
+
+    def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
+        assert isinstance(store, MemoryStore)
+        return store.sibling()
+
+
 def test_repr_says_how_many_sessions() -> None:
     store = MemoryStore()
     store.create_session("s1", root_agent_id="root")
