@@ -18,6 +18,19 @@ from actors.context._suspension import Answer, Pending, Request
 from actors.context._update import ContextUpdate, LoggedEvent, PeerSend
 from actors.context._usage import Usage
 from actors.host._face import HostFace, SessionHost
+from actors.host._ref import AgentRef, RunFuture
+from actors.host._stream import (
+    RunEnded,
+    StreamEvent,
+    SubagentFinished,
+    SubagentSpawned,
+    Suspended,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from actors.host._tombstone import TreeNode
 from actors.loop._agent import Agent, HistoryProcessor, OutputValidator, Subagent, UsageLimits
 from actors.loop._budget import Budget
 from actors.loop._compaction import Compaction
@@ -37,21 +50,8 @@ from actors.models._model import (
 )
 from actors.models._prices import Price
 from actors.models._tokens import count_tokens
-from actors.runtime._ref import AgentRef, RunFuture
 from actors.runtime._run_sync import run_sync
 from actors.runtime._runtime import Runtime
-from actors.runtime._stream import (
-    RunEnded,
-    StreamEvent,
-    SubagentFinished,
-    SubagentSpawned,
-    Suspended,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
-from actors.runtime._tombstone import TreeNode
 
 __all__ = [
     "Agent",

@@ -41,7 +41,7 @@ from decimal import Decimal
 import pykka
 
 from actors import Agent, Budget, Price, Runtime, ToolCall
-from actors.runtime._host import Query
+from actors.host._messages import Query
 from actors.testing import ScriptedModel
 from bench._common import finish, fmt_time, median, parser
 

@@ -130,7 +130,7 @@ def activation(folder: Path, sizes: tuple[int, ...], rounds: int) -> dict[str, A
     snapshots off (``snapshot_every=None``: the whole log is folded) for comparison.
     """
     from actors import Agent, Runtime
-    from actors.runtime._host import Query
+    from actors.host._messages import Query
     from actors.store import AgentRecord, SQLiteStore
     from actors.testing import ScriptedModel
 

@@ -9,7 +9,7 @@ from typing import Any
 from actors.cli._errors import CliError
 from actors.cli._home import open_store
 from actors.cli._output import Output
-from actors.runtime._fork import make_rewind
+from actors.host import make_rewind
 from actors.store._fork import FORK_KEY
 from actors.store._protocol import has_session
 

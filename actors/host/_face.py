@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, Self, TypeVar
 
+from actors.host._ref import AgentRef
 from actors.loop._agent import Agent
-from actors.runtime._ref import AgentRef
 
 __all__ = ["HostFace", "SessionHost"]
 

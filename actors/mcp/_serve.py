@@ -29,11 +29,11 @@ from actors._logging import get_logger
 from actors._safe import exception_text
 from actors.context._result import RunResult
 from actors.exceptions import RunError, UserError
+from actors.host import AgentRef
 from actors.loop._agent import Agent
 from actors.loop._outcome import render
 from actors.mcp._elicitation import answer_of, form_of
-from actors.runtime._ref import AgentRef
-from actors.runtime._runtime import Runtime
+from actors.runtime import Runtime
 
 __all__ = ["mcp_server", "serve"]
 

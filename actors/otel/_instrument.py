@@ -13,10 +13,9 @@ from opentelemetry.trace import Tracer, TracerProvider
 
 from actors import Event, __version__
 from actors.exceptions import UserError
+from actors.host import AgentNode, current_observer, set_tree_observer
 from actors.otel._reading import read, restore
 from actors.otel._spans import AgentInfo, AgentSpans, TreeSpans
-from actors.runtime._node import AgentNode
-from actors.runtime._observer import current_observer, set_tree_observer
 
 __all__ = [
     "CAPTURE_ENV",

@@ -20,14 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from actors.exceptions import AgentStoppedError
+from actors.host import Ask, Query, StreamEvent, TreeNode
 from actors.loop._agent import Agent
 from actors.ray._inbox import deliver as deliver_inputs
 from actors.ray._inputs import HostInput
 from actors.ray._server import HostConfig, HostServer
 from actors.ray._wire import Missing, Outcome, Taken, TreeSeed, portable_error
-from actors.runtime._host import Ask, Query
-from actors.runtime._stream import StreamEvent
-from actors.runtime._tombstone import TreeNode
 
 __all__ = ["AgentHostActor"]
 

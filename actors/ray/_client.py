@@ -24,15 +24,13 @@ from typing import Any
 from actors._logging import get_logger
 from actors.context._events import Event
 from actors.exceptions import AgentStoppedError, HostLostError, UserError
+from actors.host import HostReply, OpenStream, Query, TreeNode, TreeStream
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
 from actors.ray._entries import AskEntry, DriverEntry, RunEntry, TellEntry
 from actors.ray._lane import RESTART_WAIT, Lane
 from actors.ray._outbox import OutboxReader
 from actors.ray._wire import Missing, Outcome, RootInfo, TreeSeed
-from actors.runtime._host import HostReply, OpenStream, Query
-from actors.runtime._stream import TreeStream
-from actors.runtime._tombstone import TreeNode
 
 __all__ = ["RESTART_WAIT", "RayClient", "Root", "wait_for"]
 

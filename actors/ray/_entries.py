@@ -20,12 +20,11 @@ from typing import Any, Literal, Protocol
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError, HostLostError
+from actors.host import TreeStream, settle
 from actors.ray._inputs import AskInput, RunInput, TellInput
 from actors.ray._lane import Lane, host_gone
 from actors.ray._outbox import OutboxReader
 from actors.ray._wire import Missing, Outcome, Taken
-from actors.runtime._host import settle
-from actors.runtime._stream import TreeStream
 
 __all__ = ["AskEntry", "DriverEntry", "Hosts", "RunEntry", "TellEntry", "host_lost"]
 

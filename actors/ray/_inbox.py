@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError
+from actors.host import Ask, HostReply, OpenStream, Query
 from actors.loop._types import ResumeRun, StartRun
 from actors.ray._inputs import (
     AskInput,
@@ -32,7 +33,6 @@ from actors.ray._inputs import (
 )
 from actors.ray._outbox import OutboxStream
 from actors.ray._wire import ChildEnd, Missing, Outcome, Taken, portable_error
-from actors.runtime._host import Ask, HostReply, OpenStream, Query
 
 if TYPE_CHECKING:
     from actors.ray._server import HostServer

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
-from actors.runtime._host import settle
+from actors.host import settle
 
 __all__ = ["MAX_BATCH", "RESEND_DELAY", "RESTART_WAIT", "Entry", "Lane", "host_gone"]
 

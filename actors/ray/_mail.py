@@ -31,13 +31,13 @@ from typing import Any, Protocol
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
+from actors.host import Ask, PeerBatch
 from actors.loop._types import PeerMessage, SendMessage
 from actors.ray._inputs import PeerInput
 from actors.ray._lane import RESEND_DELAY, RESTART_WAIT, Lane, host_gone
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import Missing, Outcome
-from actors.runtime._host import Ask, PeerBatch
-from actors.runtime._local import LocalHost
+from actors.runtime import LocalHost
 
 __all__ = ["LOCATE_WAIT", "PeerMail"]
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors._logging import get_logger
-from actors.runtime._host import settle
-from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
+from actors.host import RunEnded, StreamEvent, TreeStream, settle
 
 __all__ = ["Closed", "Outbox", "OutboxReader", "OutboxStream"]
 

@@ -22,6 +22,17 @@ from typing import TYPE_CHECKING, Any
 from actors._logging import get_logger
 from actors.context._usage import Usage
 from actors.exceptions import ActorsError, HostLostError, RunTimeoutError
+from actors.host import (
+    AgentNode,
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    OpenStream,
+    ParentReply,
+    StreamEvent,
+    TreeStream,
+    settle,
+)
 from actors.loop._agent import Subagent
 from actors.loop._loop import AgentLoop
 from actors.loop._types import ChildFinished, Finish, ResumeRun, SendMessage, StartRun
@@ -30,16 +41,6 @@ from actors.ray._lane import Lane, host_gone
 from actors.ray._mail import PeerMail
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import ChildEnd, WireReply, check_travels, portable_error
-from actors.runtime._host import (
-    DelegateDone,
-    DelegateReply,
-    ExpireRun,
-    OpenStream,
-    ParentReply,
-    settle,
-)
-from actors.runtime._node import AgentNode
-from actors.runtime._stream import StreamEvent, TreeStream
 
 if TYPE_CHECKING:
     from actors.ray._server import HostServer

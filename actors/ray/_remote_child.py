@@ -20,12 +20,11 @@ import pykka
 from actors._logging import get_logger
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError
+from actors.host import AgentNode, DelegateReply, ExpireRun, ParentReply, settle
 from actors.loop._types import ResumeRun, StartRun
 from actors.ray._inputs import Adopt, ChildInput, ExpireInput, TellInput
 from actors.ray._outbox import OutboxReader
 from actors.ray._wire import ChildEnd, Missing, Outcome, WireReply
-from actors.runtime._host import DelegateReply, ExpireRun, ParentReply, settle
-from actors.runtime._node import AgentNode
 
 if TYPE_CHECKING:
     from actors.ray._peers import HostPeers
@@ -101,7 +100,7 @@ class RemoteChild:
         """Ask the child's host a question about it (blocking; never from an agent's turn)."""
         import ray
 
-        from actors.runtime._host import Query
+        from actors.host import Query
 
         what = message.what if isinstance(message, Query) else str(message)
         ref = self.peers.call(self.host, "query_now", self.node.agent_id, what)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from actors.context._json import plain_metadata
 from actors.exceptions import AgentDefinitionError, UserError
+from actors.host import AgentRef, ApprovalHandler, KeyedLock
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
@@ -20,9 +21,6 @@ from actors.ray._actor import AgentHostActor
 from actors.ray._client import RayClient, Root, wait_for
 from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
-from actors.runtime._effects import ApprovalHandler
-from actors.runtime._keyed_lock import KeyedLock
-from actors.runtime._ref import AgentRef
 from actors.store._protocol import SessionStore, has_session
 
 __all__ = ["RayRuntime"]

@@ -21,6 +21,7 @@ from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._events import system_clock
 from actors.exceptions import AgentStoppedError
+from actors.host import AgentNode, StreamEvent, Tree, TreeNode, restore_tree
 from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
@@ -30,11 +31,7 @@ from actors.ray._outbox import Outbox
 from actors.ray._peers import HostPeers
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed
-from actors.runtime._local import LocalHost
-from actors.runtime._node import AgentNode, Tree
-from actors.runtime._restore import restore_tree
-from actors.runtime._stream import StreamEvent
-from actors.runtime._tombstone import TreeNode
+from actors.runtime import LocalHost
 from actors.store._protocol import SessionStore
 
 __all__ = ["HostConfig", "HostServer"]

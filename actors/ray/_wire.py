@@ -18,7 +18,7 @@ from typing import Any, Literal
 from actors.context._result import RunResult
 from actors.context._usage import Usage
 from actors.exceptions import ActorsError, RunFailedError, WireError
-from actors.runtime._effects import ApprovalHandler
+from actors.host import ApprovalHandler
 from actors.store._memory import MemoryStore
 from actors.store._protocol import SessionStore
 from actors.store._sqlite import Durability, SQLiteStore

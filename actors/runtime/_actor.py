@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actors.runtime._cell import AgentCell
-from actors.runtime._host import Passivate, settle
+from actors.host._cell import AgentCell
+from actors.host._messages import Passivate, settle
+from actors.host._node import AgentNode
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode
 from actors.runtime._pooled import PooledActor
 
 __all__ = ["AgentActor"]

@@ -13,10 +13,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from actors._logging import get_logger
-from actors._safe import exception_text
 from actors.context._run_context import Delegator, RunContext, with_delegator
-from actors.context._suspension import Answer, Request
+from actors.context._suspension import Answer
 from actors.exceptions import Cancelled
+from actors.host._approval import ApprovalHandler, decide_approval
+from actors.host._tool_pool import ToolPool
 from actors.loop._outcome import outcome_of_error, outcome_of_return
 from actors.loop._types import (
     ApprovalDecided,
@@ -28,17 +29,12 @@ from actors.loop._types import (
     ToolFinished,
     ToolOutcome,
 )
-from actors.runtime._tool_pool import ToolPool
 
 __all__ = ["ApprovalHandler", "EffectRunner", "decide_approval"]
 
 _log = get_logger("actors.effects")
 
 Deliver = Callable[[Input], None]
-
-ApprovalHandler = Callable[[Request], "Answer | bool"]
-"""An in-process approval handler: the request (tool name and arguments in ``data``) in,
-an `Answer` (or a bool) out. It runs on a tool thread, so it may block (e.g. on a prompt)."""
 
 
 def _tool_failed(name: str, ctx: RunContext[Any], exc: BaseException) -> ToolOutcome:
@@ -53,23 +49,6 @@ def _tool_failed(name: str, ctx: RunContext[Any], exc: BaseException) -> ToolOut
         exc_info=exc,
     )
     return outcome_of_error(exc)
-
-
-def decide_approval(handler: ApprovalHandler, request: Request) -> Answer:
-    """Ask ``handler``; a bool becomes an `Answer`, and anything else (or an error) denies."""
-    try:
-        decision: object = handler(request)
-    except Exception as exc:  # a failing handler denies: deny-by-default
-        _log.warning("approval handler raised", exc_info=exc)
-        return Answer(ok=False, reason=f"the approval handler failed: {exception_text(exc)}")
-    if isinstance(decision, bool):
-        return Answer(ok=decision)
-    if isinstance(decision, Answer):
-        return decision
-    return Answer(
-        ok=False,
-        reason=f"the approval handler returned {type(decision).__name__}, not an Answer or a bool",
-    )
 
 
 def _safe_outcome(tool: str, ctx: RunContext[Any], work: Callable[[], ToolOutcome]) -> ToolOutcome:

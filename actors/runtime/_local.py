@@ -25,6 +25,20 @@ from actors.context._agent_context import AgentContext
 from actors.context._event_log import consumers_changed
 from actors.context._events import Clock, Event
 from actors.exceptions import AgentStoppedError, UserError
+from actors.host._approval import ApprovalHandler
+from actors.host._cell import AgentCell
+from actors.host._children import Orchestration
+from actors.host._messages import (
+    Ask,
+    Delegate,
+    DelegateReply,
+    ExpireRun,
+    ParentReply,
+    inline_reply,
+)
+from actors.host._node import AgentNode, Tree, new_child, new_loop, new_root
+from actors.host._persist import SNAPSHOT_EVERY, check_snapshot_every, persist, record_of
+from actors.host._tombstone import Tombstone, TreeNode
 from actors.loop._agent import Agent, Subagent
 from actors.loop._budget import Budget
 from actors.loop._default_model import resolve_model
@@ -41,22 +55,9 @@ from actors.loop._types import (
 )
 from actors.models._model import Model
 from actors.runtime._actor import AgentActor
-from actors.runtime._cell import AgentCell
-from actors.runtime._children import Orchestration
-from actors.runtime._effects import ApprovalHandler, EffectRunner
-from actors.runtime._host import (
-    Ask,
-    Delegate,
-    DelegateReply,
-    ExpireRun,
-    ParentReply,
-    inline_reply,
-)
+from actors.runtime._effects import EffectRunner
 from actors.runtime._mailbox import Dispatcher
-from actors.runtime._node import AgentNode, Tree, new_child, new_loop, new_root
-from actors.runtime._persist import SNAPSHOT_EVERY, check_snapshot_every, persist, record_of
 from actors.runtime._pooled import STOP, PooledActor, unregister_all
-from actors.runtime._tombstone import Tombstone, TreeNode
 from actors.runtime._virtual import Passivation
 from actors.store._protocol import SessionStore, begin_session
 

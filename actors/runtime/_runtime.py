@@ -11,18 +11,18 @@ from typing import Any, TypeVar
 from actors.context._events import Clock, system_clock
 from actors.context._json import plain_metadata
 from actors.exceptions import AgentDefinitionError, UserError
+from actors.host._approval import ApprovalHandler
+from actors.host._fork import fork_id_for, make_fork, make_rewind
+from actors.host._keyed_lock import KeyedLock
+from actors.host._persist import SNAPSHOT_EVERY
+from actors.host._ref import AgentRef
+from actors.host._restore import restore_tree
 from actors.loop._agent import Agent
 from actors.loop._budget import Budget, check_budget
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
-from actors.runtime._effects import ApprovalHandler
-from actors.runtime._fork import fork_id_for, make_fork, make_rewind
-from actors.runtime._keyed_lock import KeyedLock
 from actors.runtime._local import LocalHost
-from actors.runtime._persist import SNAPSHOT_EVERY
-from actors.runtime._ref import AgentRef
-from actors.runtime._restore import restore_tree
 from actors.store._protocol import SessionStore, check_store, has_session, is_store
 
 __all__ = ["Runtime"]

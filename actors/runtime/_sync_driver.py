@@ -17,17 +17,17 @@ from actors.context._messages import UserMessage
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunFailedError
+from actors.host._approval import ApprovalHandler
+from actors.host._inline import InlineHost
+from actors.host._messages import HostReply
+from actors.host._node import new_root
+from actors.host._tombstone import TreeNode
 from actors.loop._agent import Agent
 from actors.loop._default_model import default_model_of, require_models
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.loop._toolset_host import ToolsetHost, toolsets_of_tree
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
 from actors.models._model import Model
-from actors.runtime._effects import ApprovalHandler
-from actors.runtime._host import HostReply
-from actors.runtime._inline import InlineHost
-from actors.runtime._node import new_root
-from actors.runtime._tombstone import TreeNode
 
 __all__ = ["SyncDriver"]
 

@@ -29,16 +29,16 @@ import pykka
 
 from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
+from actors.host._messages import Ask, HostReply, Passivate, Query, settle
+from actors.host._node import AgentNode
+from actors.host._restore import restore_tree
+from actors.host._tombstone import TreeNode
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
-from actors.runtime._host import Ask, HostReply, Passivate, Query, settle
-from actors.runtime._node import AgentNode
-from actors.runtime._restore import restore_tree
-from actors.runtime._tombstone import TreeNode
 
 if TYPE_CHECKING:
     from actors.context._events import Event
-    from actors.runtime._effects import ApprovalHandler
+    from actors.host._approval import ApprovalHandler
     from actors.runtime._local import LocalHost
     from actors.store._protocol import SessionStore
 

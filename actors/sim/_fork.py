@@ -13,13 +13,9 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from actors.exceptions import UserError
+from actors.host import AgentCell, AgentNode, Tombstone, persist, restore_tree
 from actors.loop._agent import Agent
 from actors.loop._loop import AgentLoop
-from actors.runtime._cell import AgentCell
-from actors.runtime._node import AgentNode
-from actors.runtime._persist import persist
-from actors.runtime._restore import restore_tree
-from actors.runtime._tombstone import Tombstone
 from actors.store._memory import MemoryStore
 from actors.store._records import AgentRecord
 

@@ -23,6 +23,17 @@ from typing import Any
 from actors.context._events import Event
 from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError, UserError
+from actors.host import (
+    AgentCell,
+    AgentNode,
+    Ask,
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    InlineHost,
+    ParentReply,
+    inline_reply,
+)
 from actors.loop._agent import Agent
 from actors.loop._loop import TreeLimits
 from actors.loop._outcome import outcome_of_error
@@ -34,17 +45,6 @@ from actors.loop._types import (
     ToolFinished,
 )
 from actors.models._model import Model, ModelResponse
-from actors.runtime._cell import AgentCell
-from actors.runtime._host import (
-    Ask,
-    DelegateDone,
-    DelegateReply,
-    ExpireRun,
-    ParentReply,
-    inline_reply,
-)
-from actors.runtime._inline import InlineHost
-from actors.runtime._node import AgentNode
 from actors.sim import _collector
 from actors.sim._collector import quiet_collector
 from actors.sim._inflight import InFlight, Issuer, RateLimit

@@ -32,10 +32,10 @@ from typing import Any
 from actors._logging import get_logger
 from actors.context._run_context import RunContext
 from actors.exceptions import UserError
+from actors.host import ToolPool
 from actors.loop._outcome import outcome_of_error, outcome_of_return
 from actors.loop._types import CallModel, CallTool, ModelReplied, ToolFinished, ToolOutcome
 from actors.models._model import ModelRequest
-from actors.runtime._tool_pool import ToolPool
 
 __all__ = ["InFlight", "Issuer", "RateLimit", "RequestStats", "background_loop", "tool_pool"]
 

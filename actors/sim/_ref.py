@@ -11,10 +11,8 @@ from typing_extensions import TypeVar
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunError, RunFailedError, RunTimeoutError, UserError
+from actors.host import AgentRef, HostReply, RunEnded, RunFuture, StreamEvent, TreeStream
 from actors.loop._types import ResumeRun, StartRun
-from actors.runtime._host import HostReply
-from actors.runtime._ref import AgentRef, RunFuture
-from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
 from actors.sim._future import InlineFuture
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from actors._files import replacing
 from actors._text import clean_json, is_clean
 from actors.context._events import Event
 from actors.exceptions import UserError
+from actors.host import new_root
 from actors.loop._agent import Agent
 from actors.loop._budget import Budget, check_budget
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.models._test_models import seed_call_ids
-from actors.runtime._node import new_root
 from actors.sim._fork import KEEP, copy_trees
 from actors.sim._host import Delay, Duration, SimHost, WorldCall
 from actors.sim._inflight import RateLimit, RequestStats

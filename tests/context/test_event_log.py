@@ -67,7 +67,7 @@ def test_a_rebuilt_context_equals_the_live_one_whatever_was_read() -> None:
 def test_a_subscriber_or_tracer_that_comes_late_sees_every_event_from_then_on() -> None:
     from typing import Any
 
-    from actors.runtime._observer import set_tree_observer
+    from actors.host._observer import set_tree_observer
     from actors.sim import Simulation
 
     class Tracer:

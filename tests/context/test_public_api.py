@@ -22,9 +22,9 @@ PUBLIC_MODULES = [actors, actors.exceptions]
 NOT_REEXPORTED = {
     "actors._logging.LazyLogger": "the library's own logger; users see configure_logging",
     "actors.loop._loop.AgentLoop": "the agent loop's state machine; used by the runtimes",
-    "actors.runtime._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
-    "actors.runtime._stream.TreeStream": "the queue behind run_stream; users iterate it",
-    "actors.runtime._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
+    "actors.host._node.AgentNode": "the runtime's node of the tree; users see TreeNode",
+    "actors.host._stream.TreeStream": "the queue behind run_stream; users iterate it",
+    "actors.host._tombstone.Tombstone": "what a tree keeps of an ended agent; see TreeNode",
     "actors.loop._toolset_host.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
     "actors.loop._budget.Ledger": "a tree's budget ledger; the hosts make and restore it",
     "actors.loop._budget.Amount": "an amount of a ledger (events hold it as plain JSON)",

@@ -10,8 +10,8 @@ import pytest
 
 from actors import Agent, Runtime, UserMessage, tool
 from actors.exceptions import UserError
+from actors.host._messages import Query
 from actors.runtime._actor import AgentActor
-from actors.runtime._host import Query
 from actors.testing import ScriptedModel, call
 
 BOUND = 30.0

@@ -9,8 +9,8 @@ from typing import Any
 
 from actors import Agent, ContextUpdate, RunContext, TreeLimits
 from actors.context._events import system_clock
+from actors.host._messages import HostReply
 from actors.loop._types import SendMessage, StartRun
-from actors.runtime._host import HostReply
 from actors.runtime._local import LocalHost
 from actors.testing import ScriptedModel, call
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actors import Agent
-from actors.runtime._host import settle
+from actors.host._messages import settle
 from actors.sim import Simulation
 from actors.sim._future import InlineFuture
 from actors.testing import ScriptedModel

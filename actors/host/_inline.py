@@ -21,6 +21,21 @@ from actors.context._event_log import consumers_changed
 from actors.context._events import Clock, Event
 from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError
+from actors.host._agenda import Agenda
+from actors.host._approval import ApprovalHandler, decide_approval
+from actors.host._cell import AgentCell
+from actors.host._children import Orchestration
+from actors.host._messages import (
+    Delegate,
+    DelegateDone,
+    DelegateReply,
+    ParentReply,
+    inline_reply,
+    settle,
+)
+from actors.host._node import AgentNode, Tree, new_child, new_loop
+from actors.host._persist import persist
+from actors.host._tombstone import TreeNode
 from actors.loop._agent import Agent, Subagent
 from actors.loop._default_model import resolve_model
 from actors.loop._loop import AgentLoop, TreeLimits
@@ -38,21 +53,6 @@ from actors.loop._types import (
     ToolFinished,
 )
 from actors.models._model import Model
-from actors.runtime._agenda import Agenda
-from actors.runtime._cell import AgentCell
-from actors.runtime._children import Orchestration
-from actors.runtime._effects import ApprovalHandler, decide_approval
-from actors.runtime._host import (
-    Delegate,
-    DelegateDone,
-    DelegateReply,
-    ParentReply,
-    inline_reply,
-    settle,
-)
-from actors.runtime._node import AgentNode, Tree, new_child, new_loop
-from actors.runtime._persist import persist
-from actors.runtime._tombstone import TreeNode
 
 __all__ = ["InlineHost"]
 

@@ -17,14 +17,13 @@ from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.context._usage import Usage
 from actors.exceptions import ActorsError, RunError, RunTimeoutError, UserError
+from actors.host._messages import HostReply, OpenStream, Query
+from actors.host._stream import RunEnded, StreamEvent, TreeStream
+from actors.host._tombstone import TreeNode
 from actors.loop._types import CancelRun, ResumeRun, StartRun, Steer
-from actors.runtime._host import HostReply, OpenStream, Query
-from actors.runtime._stream import RunEnded, StreamEvent, TreeStream
-from actors.runtime._tombstone import TreeNode
 
 if TYPE_CHECKING:
-    from actors.runtime._local import LocalHost
-    from actors.runtime._node import AgentNode, Tree
+    from actors.host._node import AgentNode, Tree
 
 __all__ = ["AgentRef", "RunFuture", "TreeNode"]
 
@@ -132,7 +131,7 @@ class AgentRef(Generic[OutputT]):
         return ref
 
     @classmethod
-    def of(cls, host: LocalHost, node: AgentNode) -> AgentRef[Any]:
+    def of(cls, host: RefHost, node: AgentNode) -> AgentRef[Any]:
         """The handle of a host's agent."""
         return cls._new(
             host,

@@ -19,13 +19,13 @@ from typing import Any
 from actors.context._quick_init import quick_init
 from actors.context._result import RunResult
 from actors.context._usage import Usage
+from actors.host._stream import TreeStream
 from actors.loop._agent import Agent
 from actors.loop._types import (
     CallModel,
     ModelReplied,
     PeerMessage,
 )
-from actors.runtime._stream import TreeStream
 
 __all__ = [
     "Ask",

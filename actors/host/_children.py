@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.exceptions import AgentStoppedError, UserError
+from actors.host._cell import AgentCell
+from actors.host._messages import Delegate, DelegateReply, ParentReply, settle
+from actors.host._node import AgentNode, Tree, answered
 from actors.loop._agent import Agent, Subagent
 from actors.loop._loop import TreeLimits
 from actors.loop._types import ChildFinished, Finish, ResumeChild, ResumeRun, RunChild, StartRun
-from actors.runtime._cell import AgentCell
-from actors.runtime._host import Delegate, DelegateReply, ParentReply, settle
-from actors.runtime._node import AgentNode, Tree, answered
 
 __all__ = ["Orchestration", "run_timeout"]
 

@@ -16,7 +16,7 @@ from actors.context._event_log import consumers_changed
 
 if TYPE_CHECKING:
     from actors.context._events import Event
-    from actors.runtime._node import AgentNode
+    from actors.host._node import AgentNode
 
 __all__ = [
     "installed",

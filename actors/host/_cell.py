@@ -17,6 +17,23 @@ from actors._logging import get_logger
 from actors._safe import exception_text
 from actors.context._usage import Usage
 from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
+from actors.host._messages import (
+    Ask,
+    Delegate,
+    DelegateDone,
+    DelegateReply,
+    ExpireRun,
+    HostReply,
+    OpenStream,
+    ParentReply,
+    PeerBatch,
+    Query,
+    Reply,
+    settle,
+)
+from actors.host._node import AgentNode
+from actors.host._observer import notify_release
+from actors.host._persist import snapshot_if_due
 from actors.loop._loop import AgentLoop
 from actors.loop._outcome import outcome_of_error
 from actors.loop._types import (
@@ -40,23 +57,6 @@ from actors.loop._types import (
     Steer,
     ToolFinished,
 )
-from actors.runtime._host import (
-    Ask,
-    Delegate,
-    DelegateDone,
-    DelegateReply,
-    ExpireRun,
-    HostReply,
-    OpenStream,
-    ParentReply,
-    PeerBatch,
-    Query,
-    Reply,
-    settle,
-)
-from actors.runtime._node import AgentNode
-from actors.runtime._observer import notify_release
-from actors.runtime._persist import snapshot_if_due
 
 __all__ = ["AgentCell"]
 

@@ -13,19 +13,19 @@ from actors.context._agent_context import AgentContext
 from actors.context._event_log import consumers_changed, publishing
 from actors.context._events import Clock, Event
 from actors.context._frozen import thaw
+from actors.host._observer import installed, notify_event
+from actors.host._stream import SubagentFinished, TreeStream, to_stream_events
+from actors.host._tombstone import Tombstone, TreeNode
 from actors.loop._agent import Agent
 from actors.loop._budget import Budget, Ledger, ledger_for
 from actors.loop._loop import AgentLoop, TreeLimits
 from actors.models._model import StreamDelta
-from actors.runtime._observer import installed, notify_event
-from actors.runtime._stream import SubagentFinished, TreeStream, to_stream_events
-from actors.runtime._tombstone import Tombstone, TreeNode
 
 if TYPE_CHECKING:
+    from actors.host._approval import ApprovalHandler
     from actors.loop._toolset_host import ToolsetHost
     from actors.loop._types import Finish
     from actors.models._model import Model
-    from actors.runtime._effects import ApprovalHandler
     from actors.store._protocol import SessionStore
 
 __all__ = ["MAX_ENDED", "AgentNode", "Tree", "answered", "new_child", "new_loop", "new_root"]

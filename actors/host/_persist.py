@@ -7,7 +7,7 @@ from typing import Final
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._snapshot import take_snapshot
-from actors.runtime._node import AgentNode
+from actors.host._node import AgentNode
 from actors.store._records import AgentRecord
 
 __all__ = [

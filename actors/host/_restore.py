@@ -18,6 +18,10 @@ from actors.exceptions import (
     SerializationError,
     UserError,
 )
+from actors.host._approval import ApprovalHandler
+from actors.host._node import AgentNode, Tree
+from actors.host._observer import current_observer, notify_restore
+from actors.host._persist import persist
 from actors.loop._agent import Agent, Subagent
 from actors.loop._budget import budget_of, ledger_for, spend_of
 from actors.loop._loop import AgentLoop
@@ -25,10 +29,6 @@ from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, open_turn_start, recover
 from actors.loop._subagent_calls import child_tool_context
 from actors.loop._types import SendMessage
-from actors.runtime._effects import ApprovalHandler
-from actors.runtime._node import AgentNode, Tree
-from actors.runtime._observer import current_observer, notify_restore
-from actors.runtime._persist import persist
 from actors.store._fork import rename_events, shared_upto
 from actors.store._protocol import SessionStore
 from actors.store._records import StoredAgent
