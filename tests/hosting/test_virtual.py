@@ -24,7 +24,7 @@ from actors import (
     tool,
 )
 from actors.exceptions import AgentStoppedError, UserError
-from actors.runtime import _persist
+from actors.host import _persist
 from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 
