@@ -33,6 +33,7 @@ PAGES = [
     "docs/compaction.md",
     "docs/budgets.md",
     "docs/fallback.md",
+    "docs/writing-a-provider.md",
     "docs/testing.md",
     "docs/cli.md",
     "docs/serving.md",

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.models._anthropic import AnthropicModel
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
+    from actors.models._auth import ApiKey, HeaderAuth, KeyResolver
+    from actors.models._base import HTTPModel, StreamAssembler
     from actors.models._cache_key import request_key
     from actors.models._cached import CachedModel
     from actors.models._fallback import FallbackModel, is_provider_failure
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from actors.models._openai import OpenAIChatModel
     from actors.models._pool import HTTPPool
     from actors.models._retry import RetryPolicy
+    from actors.models._sse import ServerSentEvent
     from actors.models._tokens import (
         TokenCalibration,
         context_window_of,
@@ -48,15 +51,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnthropicModel",
+    "ApiKey",
     "CachedModel",
     "context_window_of",
     "count_tokens",
     "estimate_tokens",
     "FallbackModel",
+    "HeaderAuth",
+    "HTTPModel",
     "HTTPPool",
     "infer_model",
     "INVALID_ARGUMENTS_KEY",
     "is_provider_failure",
+    "KeyResolver",
     "KNOWN_PROVIDERS",
     "OpenAIChatModel",
     "ProviderFactory",
@@ -64,10 +71,18 @@ __all__ = [
     "register_provider",
     "request_key",
     "RetryPolicy",
+    "ServerSentEvent",
+    "StreamAssembler",
     "TokenCalibration",
 ]
 
 _HOMES = {
+    "ApiKey": "_auth",
+    "HeaderAuth": "_auth",
+    "HTTPModel": "_base",
+    "KeyResolver": "_auth",
+    "ServerSentEvent": "_sse",
+    "StreamAssembler": "_base",
     "AnthropicModel": "_anthropic",
     "FallbackModel": "_fallback",
     "HTTPPool": "_pool",
