@@ -66,9 +66,12 @@ class RunChannel:
             changed = self._changed
             if index < len(self.items):
                 # Whatever came since the last write goes out in one: a burst of deltas costs
-                # one send, not one each.
-                yield b"".join(item.encode() for item in self.items[index:])
-                index = len(self.items)
+                # one send, not one each. The batch is taken before the yield: events pushed
+                # while the reader writes it are the next batch, never skipped.
+                batch = self.items[index:]
+                index += len(batch)
+                yield b"".join(item.encode() for item in batch)
+                continue  # look again: more may have come (the run's end) while this was sent
             if self.ended:
                 return
             try:

@@ -404,3 +404,28 @@ def test_routes_mounted_beside_the_api_share_its_server_and_its_gate() -> None:
         assert client.get("/a2a/tasks", headers={"authorization": "Bearer tk"}).json() == {
             "sessions": 0
         }
+
+
+def test_a_reader_gets_every_event_pushed_while_it_was_writing_the_last_batch() -> None:
+    # An event pushed while the reader sent the previous batch (its generator suspended at
+    # the yield) was skipped: a stream could end without its run_ended.
+    import asyncio
+
+    from actors.serve._runs import RunChannel
+
+    async def read() -> bytes:
+        channel = RunChannel("run", "session")
+        channel.push("text_delta", {"text": "a"})
+        reader = channel.follow(-1, keepalive=10.0)
+        first = await reader.__anext__()  # the reader is now writing this batch
+        channel.push("text_delta", {"text": "b"})
+        channel.push("run_ended", {"result": None})
+        channel.end()
+        return first + b"".join([chunk async for chunk in reader])
+
+    sent = asyncio.run(read())
+    assert [line for line in sent.split(b"\n") if line.startswith(b"event:")] == [
+        b"event: text_delta",
+        b"event: text_delta",
+        b"event: run_ended",
+    ]
