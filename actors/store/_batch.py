@@ -114,6 +114,13 @@ def encode_data(label: str, value: Mapping[str, Any] | None) -> str:
         raise UserError(f"{exc}; {label} is plain JSON") from None
 
 
+def check_begin(session_id: object, root: object, data: Mapping[str, Any] | None) -> str:
+    """The arguments of `begin_session`, checked (every store the same); the data encoded."""
+    check_id("session_id", session_id)
+    check_id("root_agent_id", check_record(root).agent_id)
+    return encode_data("session data", data)
+
+
 def encode_events(session_id: str, agent_id: str, events: Iterable[Event]) -> list[EncodedEvent]:
     """Encode a batch, checking that each item is an `Event` with a plain-JSON payload.
 

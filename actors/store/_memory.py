@@ -13,6 +13,7 @@ from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import SessionNotFoundError, StoreError
 from actors.store._batch import (
     EncodedEvent,
+    check_begin,
     check_id,
     check_own_record,
     check_range,
@@ -169,10 +170,7 @@ class MemoryStore(SessionStore):
 
         See `actors.store._protocol.begin_session`.
         """
-        check_id("session_id", session_id)
-        check_id("root_agent_id", root.agent_id)
-        check_record(root)
-        encoded = encode_data("session data", data)
+        encoded = check_begin(session_id, root, data)
         with self._lock:
             self._check_open()
             self._check_writer(session_id)

@@ -16,6 +16,7 @@ from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreErro
 from actors.store import _pg_forks as forks
 from actors.store._batch import (
     EncodedEvent,
+    check_begin,
     check_id,
     check_own_record,
     check_range,
@@ -216,10 +217,7 @@ class PostgresStore(SessionStore):
 
         See `actors.store._protocol.begin_session`.
         """
-        check_id("session_id", session_id)
-        check_id("root_agent_id", root.agent_id)
-        check_record(root)
-        encoded = encode_data("session data", data)
+        encoded = check_begin(session_id, root, data)
         if acquire:  # the claim has its own path (a held lock, re-armed on reconnect)
             self.acquire(session_id)
         params = self._agent_params(session_id, root)

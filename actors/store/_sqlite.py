@@ -16,6 +16,7 @@ from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreErro
 from actors.store import _sqlite_forks as forks
 from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
+    check_begin,
     check_id,
     check_own_record,
     check_range,
@@ -238,10 +239,7 @@ class SQLiteStore(SessionStore):
 
         See `actors.store._protocol.begin_session`.
         """
-        check_id("session_id", session_id)
-        check_id("root_agent_id", root.agent_id)
-        check_record(root)
-        encoded = encode_data("session data", data)
+        encoded = check_begin(session_id, root, data)
         claim = acquire and session_id not in self._held
         with self._transaction("beginning a session") as conn:
             now = self._now()
