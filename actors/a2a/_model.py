@@ -200,7 +200,7 @@ def _prompt_of(messages: Sequence[Message]) -> str:
     """The text of the last user message (what the parent asked the child)."""
     for message in reversed(messages):
         if isinstance(message, UserMessage):
-            return message.content
+            return message.text
     return ""
 
 

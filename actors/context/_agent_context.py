@@ -1056,9 +1056,14 @@ def _data_of(message: Message) -> dict[str, Any]:
     """
     kind = type(message)
     if kind is UserMessage or kind is SystemMessage:
-        return {"role": message.role, "content": cast("UserMessage", message).content}
+        content = cast("UserMessage", message).content
+        if type(content) is not str:
+            return message.model_dump(mode="json")
+        return {"role": message.role, "content": content}
     if kind is ToolResultMessage:
         result = cast("ToolResultMessage", message)
+        if type(result.content) is not str:
+            return message.model_dump(mode="json")
         return {
             "role": "tool",
             "tool_call_id": result.tool_call_id,

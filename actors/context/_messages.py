@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from actors._text import Text, clean_text
 from actors.context._json import JsonError, json_copy
+from actors.context._parts import Part, TextPart, content_text
 from actors.context._unchecked import SetFields, unchecked
 
 __all__ = [
@@ -61,12 +62,42 @@ class SystemMessage(_Frozen):
     role: Literal["system"] = "system"
     content: Text
 
+    @property
+    def text(self) -> str:
+        """The instructions (the same as ``content``)."""
+        return self.content
+
+
+def _parts_input(value: Any) -> Any:
+    # A str in a sequence is a TextPart; one part alone is a sequence of one.
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return (value,)
+    if isinstance(value, list | tuple):
+        if not value:
+            raise ValueError("content is an empty sequence; give text or parts")
+        return tuple(TextPart(text=item) if isinstance(item, str) else item for item in value)
+    return value
+
 
 class UserMessage(_Frozen):
-    """A message from the user (or from a parent agent handing down a task)."""
+    """A message from the user (or from a parent agent handing down a task).
+
+    Attributes:
+        content: Text, or a sequence of parts (`TextPart`, `ImagePart`, `AudioPart`,
+            `DocumentPart`; a str in the sequence is a `TextPart`).
+    """
 
     role: Literal["user"] = "user"
-    content: Text
+    content: Text | tuple[Part, ...]
+
+    _content = field_validator("content", mode="before")(_parts_input)
+
+    @property
+    def text(self) -> str:
+        """The message's text: its content, or its text parts joined by newlines."""
+        return content_text(self.content)
 
 
 class AssistantMessage(_Frozen):
@@ -76,6 +107,11 @@ class AssistantMessage(_Frozen):
     content: Text = ""
     tool_calls: tuple[ToolCall, ...] = ()
 
+    @property
+    def text(self) -> str:
+        """The reply's text (the same as ``content``)."""
+        return self.content
+
 
 class ToolResultMessage(_Frozen):
     """The result of one tool call, as the model will read it."""
@@ -83,8 +119,15 @@ class ToolResultMessage(_Frozen):
     role: Literal["tool"] = "tool"
     tool_call_id: Text
     tool_name: Text
-    content: Text
+    content: Text | tuple[Part, ...]
     is_error: bool = False
+
+    _content = field_validator("content", mode="before")(_parts_input)
+
+    @property
+    def text(self) -> str:
+        """The result's text: its content, or its text parts joined by newlines."""
+        return content_text(self.content)
 
 
 Message = Annotated[
@@ -99,7 +142,7 @@ _CONTENT = SetFields({"content"})
 _RESULT_FIELDS = SetFields({"tool_call_id", "tool_name", "content", "is_error"})
 
 
-def user_message(content: str) -> UserMessage:
+def user_message(content: str | tuple[Part, ...]) -> UserMessage:
     """``UserMessage(content=content)``, without validating a string again."""
     if type(content) is not str or not content.isascii():  # the text rule, in the validator
         return UserMessage(content=content)
@@ -107,7 +150,7 @@ def user_message(content: str) -> UserMessage:
 
 
 def tool_result(
-    tool_call_id: str, tool_name: str, content: str, is_error: bool
+    tool_call_id: str, tool_name: str, content: str | tuple[Part, ...], is_error: bool
 ) -> ToolResultMessage:
     """``ToolResultMessage(...)`` with every field given, without validating them again."""
     if not (

@@ -212,7 +212,7 @@ class HostConformance:
         ref = host.spawn(root, tool_context=DEPS, metadata={"user": {"name": "ada"}})
         result = ref.run("go")
         assert result.status == "completed"
-        child_said = json.loads(_results(result.messages)[1].content)
+        child_said = json.loads(_results(result.messages)[1].text)
         # The snapshot was taken when the parent's tool was called: the earlier step's update
         # is in it, the sibling call's update of the same step is not.
         assert child_said == {
@@ -254,7 +254,7 @@ class HostConformance:
         )
         result = host.spawn(root, tool_context=DEPS).run("go")
         assert result.status == "completed"
-        seen = [json.loads(m.content)["metadata"] for m in _results(result.messages)]
+        seen = [json.loads(m.text)["metadata"] for m in _results(result.messages)]
         assert seen == [{}, {"n": 1}]
         assert _plain(result.metadata) == {"n": 2}
 

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from actors.context._messages import AssistantMessage
+from actors.context._parts import content_size
 from actors.context._usage import usage_of
 from actors.exceptions import BudgetExceeded, RunError, RunFailedError
 from actors.loop._budget import ZERO, Ledger
@@ -50,7 +51,8 @@ def _messages_size(messages: Sequence[Message], start: int = 0, stop: int | None
     # islice walks the sequence's own iterator: a `MessageView` indexed one message at a time
     # would run its Python __getitem__ per message.
     for message in itertools.islice(messages, start, stop):
-        size += len(message.content) + _FRAMING
+        content = message.content
+        size += (len(content) if type(content) is str else content_size(content)) + _FRAMING
         # An isinstance, not a getattr: a missing attribute costs pydantic a formatted error.
         if isinstance(message, AssistantMessage) and message.tool_calls:
             for call in message.tool_calls:
@@ -145,7 +147,8 @@ class BudgetGate:
         size = first = 0
         message: Message | None = None
         for message in messages:
-            size += len(message.content) + _FRAMING
+            content = message.content
+            size += (len(content) if type(content) is str else content_size(content)) + _FRAMING
             if isinstance(message, AssistantMessage) and message.tool_calls:
                 for call in message.tool_calls:
                     size += len(call.name) + len(str(call.arguments)) + _FRAMING

@@ -23,6 +23,7 @@ from actors.context._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors.context._parts import TextPart
 from actors.context._usage import Usage
 from actors.exceptions import ModelHTTPError, UnexpectedModelResponse, UserError
 from actors.models._arguments import INVALID_ARGUMENTS_KEY, parse_arguments
@@ -138,7 +139,14 @@ class OpenAIChatModel(HTTPModel):
             return estimate_tokens(request)
         total = 3  # the reply's priming
         for message in request.messages:
-            total += 4 + counter(message.content)
+            content = message.content
+            if isinstance(content, str):
+                total += 4 + counter(content)
+            else:
+                total += 4 + sum(
+                    counter(part.text) if isinstance(part, TextPart) else part.tokens
+                    for part in content
+                )
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     total += counter(call.name) + counter(json.dumps(call.arguments)) + 8

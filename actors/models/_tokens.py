@@ -22,6 +22,7 @@ from typing import Any
 
 from actors._logging import get_logger
 from actors.context._messages import AssistantMessage, Message, ToolResultMessage
+from actors.context._parts import content_size
 from actors.models._model import ModelRequest, ToolDefinition
 
 # `TokenCalibration` is public in `actors.models` (the agent loop keeps one per agent);
@@ -48,7 +49,8 @@ _PER_CALL = 8  # a tool call's id, name and framing
 
 def message_tokens(message: Message) -> int:
     """The estimated tokens of one message."""
-    size = len(message.content)
+    content = message.content
+    size = len(content) if type(content) is str else content_size(content)
     kind = type(message)
     if kind is AssistantMessage:
         for call in message.tool_calls:  # type: ignore[union-attr]

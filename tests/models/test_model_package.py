@@ -24,6 +24,7 @@ ALLOWED = {
     "actors._logging",
     "actors._text",
     "actors.context._messages",
+    "actors.context._parts",
     "actors.context._message_view",
     "actors.context._quick_init",
     "actors.models._model",
