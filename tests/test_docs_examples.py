@@ -23,6 +23,7 @@ PAGES = [
     "docs/instructions.md",
     "docs/updates.md",
     "docs/events.md",
+    "docs/parts.md",
     "docs/subagents.md",
     "docs/suspension.md",
     "docs/cancellation.md",

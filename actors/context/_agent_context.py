@@ -43,6 +43,7 @@ from actors.context._messages import (
     UserMessage,
     message_adapter,
 )
+from actors.context._parts import content_json
 from actors.context._payloads import PayloadError, check_payload
 from actors.context._read_only import read_only
 from actors.context._run_context import (
@@ -754,7 +755,7 @@ class AgentContext:
                 "message_id": f"{self.agent_id}:{number}",
                 "n": number,
                 "to": send.to,
-                "content": send.content,
+                "content": content_json(send.content),
             }
             appended.append(self._append("message_sent", data))
         return [self._event_at(seq) for seq in appended]

@@ -16,7 +16,7 @@ import base64
 import hashlib
 import mimetypes
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias
@@ -26,6 +26,8 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
@@ -39,12 +41,14 @@ __all__ = [
     "AudioPart",
     "BinaryPart",
     "Content",
+    "ContentInput",
     "DocumentPart",
     "ImagePart",
     "InvalidContentError",
     "Part",
     "TextPart",
     "coerce_content",
+    "content_json",
     "content_size",
     "content_text",
     "describe_content",
@@ -245,6 +249,9 @@ Part: TypeAlias = Annotated[
 Content: TypeAlias = str | tuple[Part, ...]
 """What a user message, a tool result or a peer message holds: text, or a sequence of parts."""
 
+ContentInput: TypeAlias = "str | TextPart | BinaryPart | Sequence[str | TextPart | BinaryPart]"
+"""What a caller may give as content: a str, one part, or a sequence of strs and parts."""
+
 _PART_CLASSES: Final = (TextPart, ImagePart, AudioPart, DocumentPart)
 
 
@@ -330,8 +337,6 @@ def file_part(
 
 def checked_part(cls: type[Any], **fields: Any) -> Any:
     """``cls(**fields)`` with a validation error turned into `InvalidContentError`."""
-    from pydantic import ValidationError
-
     try:
         return cls(**fields)
     except ValidationError as exc:
@@ -363,6 +368,8 @@ def coerce_content(content: Any, what: str = "content") -> Content:
                 parts.append(TextPart(text=item))
             elif isinstance(item, _PART_CLASSES):
                 parts.append(item)
+            elif isinstance(item, Mapping):  # a part's JSON form, as a log holds it
+                parts.append(_part_of_json(item))
             else:
                 raise InvalidContentError(
                     f"{what} holds a {type(item).__name__}; a part is a str, TextPart, "
@@ -374,6 +381,23 @@ def coerce_content(content: Any, what: str = "content") -> Content:
     raise InvalidContentError(
         f"{what} must be a str or a sequence of parts, got {type(content).__name__}"
     )
+
+
+_PART_ADAPTER: TypeAdapter[Part] = TypeAdapter(Part)
+
+
+def _part_of_json(item: Mapping[str, Any]) -> Part:
+    try:
+        return _PART_ADAPTER.validate_python(item)
+    except ValidationError as exc:
+        raise InvalidContentError(f"a part is not valid: {_first_problem(exc)}") from None
+
+
+def content_json(content: Content) -> str | list[dict[str, Any]]:
+    """``content`` as plain JSON, the form logs and peer messages carry: a str, or part dicts."""
+    if isinstance(content, str):
+        return content
+    return [part.model_dump(mode="json") for part in content]
 
 
 def has_binary(content: Content) -> bool:

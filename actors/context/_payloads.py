@@ -94,7 +94,7 @@ class _Resumed(_Payload):
 
 
 class _Steered(_Payload):
-    content: StrictStr
+    content: StrictStr | list[dict[str, Any]]
 
 
 class _Amount(_Payload):

@@ -17,6 +17,13 @@ from actors._text import clean_text
 from actors.context._events import is_custom_type
 from actors.context._frozen import thaw
 from actors.context._json import JsonDepthError, JsonError, json_copy
+from actors.context._parts import (
+    Content,
+    ContentInput,
+    InvalidContentError,
+    coerce_content,
+    content_json,
+)
 from actors.exceptions import InvalidUpdateError
 
 __all__ = ["ContextUpdate", "LoggedEvent", "Operation", "PeerSend"]
@@ -109,11 +116,12 @@ class PeerSend:
     """A message that a `ContextUpdate` asks its agent to send to another agent, by id."""
 
     to: str
-    content: str
+    content: Content
     op: Literal["send"] = "send"
 
     def __post_init__(self) -> None:
         # The text rule (`clean_text`): the content is logged by both agents and read by a model.
+        # Parts were checked when they were made.
         to, content = self.to, self.content
         if type(content) is str and content.isascii() and type(to) is str and to.isascii():
             return  # every message of a simulation's ring passes here: the common case first
@@ -257,7 +265,7 @@ class ContextUpdate:
         """
         return ContextUpdate((*self._ops, LoggedEvent(type, {} if data is None else data)))  # type: ignore[arg-type]
 
-    def send(self, to: str, content: str) -> ContextUpdate:
+    def send(self, to: str, content: ContentInput) -> ContextUpdate:
         """Return a new update that also sends ``content`` to the agent ``to`` (a peer message).
 
         The agent logs the send (``message_sent``) with the step, and its host delivers the
@@ -270,17 +278,20 @@ class ContextUpdate:
         Args:
             to: The receiving agent's id (any agent of the same host, not only a parent or a
                 child).
-            content: The message, plain text.
+            content: The message: text, or a sequence of parts (text, images, audio,
+                documents), as a prompt takes.
         """
         if not isinstance(to, str) or not to:
             raise InvalidUpdateError(
                 f"send() needs the receiver's agent id as a non-empty str, got {to!r}"
             )
         if not isinstance(content, str):
-            raise InvalidUpdateError(
-                f"send() takes the message as a str, got {type(content).__name__}; "
-                "serialize structured content first (e.g. json.dumps)"
-            )
+            try:
+                content = coerce_content(content, "send()'s message")
+            except InvalidContentError as exc:
+                raise InvalidUpdateError(
+                    f"{exc}; serialize structured content first (e.g. json.dumps)"
+                ) from None
         return ContextUpdate((*self._ops, PeerSend(to, content)))
 
     # -- reading ----------------------------------------------------------------------------
@@ -396,7 +407,7 @@ class ContextUpdate:
             if isinstance(op, LoggedEvent):
                 out.append({"op": "log_event", "type": op.type, "data": op.data})
             elif isinstance(op, PeerSend):
-                out.append({"op": "send", "to": op.to, "content": op.content})
+                out.append({"op": "send", "to": op.to, "content": content_json(op.content)})
             elif isinstance(op, _Delete):
                 out.append({"op": "delete", "key": op.key})
             else:

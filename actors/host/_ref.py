@@ -12,7 +12,8 @@ from typing_extensions import TypeVar
 from actors._checks import check_timeout
 from actors.context._agent_context import AgentContext
 from actors.context._events import Event
-from actors.context._messages import Message, UserMessage
+from actors.context._messages import Message, UserMessage, user_message
+from actors.context._parts import ContentInput, coerce_content
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.context._usage import Usage
@@ -176,19 +177,19 @@ class AgentRef(Generic[OutputT]):
 
     # -- runs -----------------------------------------------------------------------------------
 
-    def run_async(self, prompt: str) -> RunFuture[OutputT]:
+    def run_async(self, prompt: ContentInput) -> RunFuture[OutputT]:
         """Start a run on ``prompt``; returns at once with a `RunFuture`."""
-        if not isinstance(prompt, str):
-            raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
+        content = coerce_content(prompt, "a prompt")
         future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
-        self._tell(StartRun(prompt, "", HostReply(future)))
+        self._tell(StartRun(content, "", HostReply(future)))
         return RunFuture(future)
 
-    def run(self, prompt: str, *, timeout: float | None = None) -> RunResult[OutputT]:
+    def run(self, prompt: ContentInput, *, timeout: float | None = None) -> RunResult[OutputT]:
         """Run on ``prompt`` and block until the run completes, suspends or is cancelled.
 
         Args:
-            prompt: The user's message.
+            prompt: The user's message: a str, or a sequence of parts (text and images, audio,
+                documents: `ImagePart`, `file_part`, ...).
             timeout: Seconds to wait; past them the tree is cancelled and `RunTimeoutError`
                 (carrying the partial transcript) is raised.
 
@@ -199,7 +200,7 @@ class AgentRef(Generic[OutputT]):
         check_timeout(timeout, "run(timeout=...)")
         return self._wait(self.run_async(prompt), timeout)
 
-    def run_stream(self, prompt: str) -> Iterator[StreamEvent]:
+    def run_stream(self, prompt: ContentInput) -> Iterator[StreamEvent]:
         """Run on ``prompt`` and yield what happens in the whole tree as it happens.
 
         Text as the models stream it, tool calls starting and finishing, subagents spawned and
@@ -211,7 +212,7 @@ class AgentRef(Generic[OutputT]):
         stream = self._start_stream(prompt, TreeStream())
         return iter(stream)
 
-    def arun_stream(self, prompt: str) -> AsyncIterator[StreamEvent]:
+    def arun_stream(self, prompt: ContentInput) -> AsyncIterator[StreamEvent]:
         """`run_stream` for asyncio: an async iterator that never blocks the running loop.
 
         Call it from a coroutine (``async for event in ref.arun_stream(prompt)``).
@@ -231,11 +232,10 @@ class AgentRef(Generic[OutputT]):
         self._open_stream(stream, future, ResumeRun(answers, HostReply(future)))
         return stream.aiter()
 
-    def _start_stream(self, prompt: str, stream: TreeStream) -> TreeStream:
-        if not isinstance(prompt, str):
-            raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
+    def _start_stream(self, prompt: ContentInput, stream: TreeStream) -> TreeStream:
+        content = coerce_content(prompt, "a prompt")
         future: concurrent.futures.Future[RunResult[OutputT]] = concurrent.futures.Future()
-        return self._open_stream(stream, future, StartRun(prompt, "", HostReply(future)))
+        return self._open_stream(stream, future, StartRun(content, "", HostReply(future)))
 
     def _open_stream(
         self,
@@ -322,17 +322,15 @@ class AgentRef(Generic[OutputT]):
         """Cancel the run in progress and every descendant's; an idle agent is unaffected."""
         self._tell(CancelRun(reason))
 
-    def send(self, message: str | UserMessage) -> None:
+    def send(self, message: ContentInput | UserMessage) -> None:
         """Steer: queue a user message for the next step boundary of the run in progress.
 
         It is logged at once (a ``steered`` event), so a crash cannot lose it. Sent to an idle
         agent, or after the run's last step boundary, the message joins the transcript (after
         the run) and starts nothing: the next run's model sees it before that run's prompt.
         """
-        if isinstance(message, str):
-            message = UserMessage(content=message)
         if not isinstance(message, UserMessage):
-            raise UserError(f"send() takes a str or UserMessage, got {type(message).__name__}")
+            message = user_message(coerce_content(message, "send()'s message"))
         self._tell(Steer(message))
 
     # -- views ----------------------------------------------------------------------------------

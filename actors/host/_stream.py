@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from actors._text import clean_text
 from actors.context._events import Event
+from actors.context._parts import coerce_content, describe_content
 from actors.context._result import RunResult
 from actors.context._suspension import Request
 from actors.exceptions import ActorsError
@@ -221,7 +222,7 @@ def to_stream_events(
                 path=path,
                 tool_call_id=data.get("tool_call_id", ""),
                 tool_name=data.get("tool_name", ""),
-                content=str(data.get("content", "")),
+                content=_shown(data.get("content", "")),
                 is_error=bool(data.get("is_error", False)),
             )
         ]
@@ -299,3 +300,13 @@ class TreeStream:
             if item is _DONE:
                 return
             yield item
+
+
+def _shown(content: Any) -> str:
+    """A logged tool result's content as text: parts as placeholders, never their bytes."""
+    if isinstance(content, str):
+        return content
+    try:
+        return describe_content(coerce_content(content))
+    except ActorsError:
+        return "[content that is not text or parts]"

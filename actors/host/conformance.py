@@ -29,6 +29,7 @@ agents live at module level so that a host in another process (Ray) can import t
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +40,7 @@ from typing import Any
 import pytest
 
 from actors.context._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from actors.context._parts import DocumentPart, ImagePart, TextPart
 from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Pending, Request
 from actors.context._update import ContextUpdate
@@ -153,6 +155,57 @@ def tell(ctx: RunContext[Any], to: str, text: str) -> tuple[str, ContextUpdate]:
         text: What to say.
     """
     return "sent", ContextUpdate().send(to, text)
+
+
+# A 1x1 PNG and a tiny PDF: real formats, so the door's checks of the bytes pass.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+PDF = b"%PDF-1.4\n1 0 obj<</Type/Page>>endobj\n%%EOF\n"
+
+
+@tool
+def screenshot(ctx: RunContext[Any]) -> Any:
+    """Return a screenshot (an image part) with a caption."""
+    return ["the screen", ImagePart(data=PNG, media_type="image/png", name="screen.png")]
+
+
+@tool
+def tell_with_image(ctx: RunContext[Any], to: str) -> tuple[str, ContextUpdate]:
+    """Send a peer message holding text and an image.
+
+    Args:
+        ctx: The run context.
+        to: The receiver's id.
+    """
+    return "sent", ContextUpdate().send(
+        to, ["see this", ImagePart(data=PNG, media_type="image/png")]
+    )
+
+
+def _binary_seen(messages: Sequence[Message]) -> list[list[str]]:
+    """Per message with parts: each part as ``kind:media_type:sha256`` (text parts as text)."""
+    seen = []
+    for message in messages:
+        content = getattr(message, "content", "")
+        if isinstance(content, tuple):
+            seen.append(
+                [
+                    f"text:{part.text}"
+                    if isinstance(part, TextPart)
+                    else f"{part.type}:{part.media_type}:{hashlib.sha256(part.bytes).hexdigest()}"
+                    for part in content
+                ]
+            )
+    return seen
+
+
+def _look_then_answer(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> Any:
+    """Take a screenshot, then answer with every part the model was shown (as JSON)."""
+    if not isinstance(messages[-1], ToolResultMessage):
+        return ToolCall(id=f"shot-{len(messages)}", name="screenshot", arguments={})
+    return json.dumps(_binary_seen(messages))
 
 
 def _results(messages: Sequence[Message]) -> list[ToolResultMessage]:
@@ -313,6 +366,24 @@ class HostConformance:
         assert result.output == "root done"
         assert [m.content for m in _results(result.messages)] == ["mid done"]
 
+    def test_parts_reach_the_model_intact(self, host: Any) -> None:
+        """A prompt of text, an image and a PDF, and a tool's image result: the model gets them."""
+        looker = Agent(
+            "looker", model=FunctionModel(_look_then_answer, name="looker"), tools=[screenshot]
+        )
+        prompt = [
+            "what is on these?",
+            ImagePart(data=PNG, media_type="image/png"),
+            DocumentPart(data=PDF, media_type="application/pdf", name="a.pdf"),
+        ]
+        result = host.spawn(looker, tool_context=DEPS).run(prompt)
+        png, pdf = hashlib.sha256(PNG).hexdigest(), hashlib.sha256(PDF).hexdigest()
+        assert json.loads(result.output) == [
+            ["text:what is on these?", f"image:image/png:{png}", f"document:application/pdf:{pdf}"],
+            ["text:the screen", f"image:image/png:{png}"],
+        ]
+        assert _binary_seen(result.messages) == json.loads(result.output)
+
     def test_cancel_reaches_every_descendant(self, host: Any) -> None:
         """Cancelling a root whose tree waits deep down cancels the tree, and the root says so."""
         ref = host.spawn(self._three_levels(), tool_context=DEPS)
@@ -351,6 +422,23 @@ class PeerConformance(HostConformance):
         assert isinstance(bob.context().messages[-1], AssistantMessage)
         assert bob.context().messages[-1].content == "got it"
 
+    def test_a_peer_message_carries_parts(self, host: Any) -> None:
+        """Text and an image sent by one root reach the other's transcript as parts."""
+        bob = host.spawn(Agent("bob", model=ScriptedModel(["seen"])), tool_context=DEPS)
+        ended = threading.Event()
+        bob.subscribe(lambda event: ended.set() if event.type == "turn_end" else None)
+        sender = Agent(
+            "sender",
+            model=ScriptedModel([call("tell_with_image", to=bob.agent_id), "sent it"]),
+            tools=[tell_with_image],
+        )
+        assert host.spawn(sender, tool_context=DEPS).run("go").output == "sent it"
+        self.settle(host, ended)
+        png = hashlib.sha256(PNG).hexdigest()
+        assert _binary_seen(bob.context().messages) == [
+            ["text:[message from sender]", "text:see this", f"image:image/png:{png}"]
+        ]
+
 
 class PersistenceConformance(HostConformance):
     """Sessions in a store, restored by another host (add it to a host that keeps a store)."""
@@ -376,6 +464,20 @@ class PersistenceConformance(HostConformance):
             result = restored.resume({request.id: Answer(data=5000)})
             assert (result.status, result.output) == ("completed", "root done")
             assert [m.content for m in _results(result.messages)] == ["mid done"]
+
+    def test_parts_survive_a_restore(self, tmp_path: Path, host_ready: None) -> None:
+        """A session whose transcript holds images is restored with every byte of them."""
+        store = self.make_store(tmp_path)
+        spec = Agent(
+            "looker", model=FunctionModel(_look_then_answer, name="looker"), tools=[screenshot]
+        )
+        prompt = ["look", ImagePart(data=PNG, media_type="image/png")]
+        with self.open_host(tmp_path) as first:
+            ref = first.open_session(spec, session_id="s3", store=store, tool_context=DEPS)
+            seen = ref.run(prompt).output
+        with self.open_host(tmp_path) as second:
+            restored = second.restore("s3", store=store, agents=[spec], tool_context=DEPS)
+            assert json.dumps(_binary_seen(restored.context().messages)) == seen
 
 
 class PassivationConformance(PersistenceConformance):

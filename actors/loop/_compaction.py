@@ -26,6 +26,7 @@ from actors.context._messages import (
     SystemMessage,
     ToolResultMessage,
 )
+from actors.context._parts import describe_content
 from actors.exceptions import (
     AgentDefinitionError,
     ContextTooLongError,
@@ -179,11 +180,12 @@ def render_transcript(messages: Sequence[Message], budget: int | None = None) ->
         elif kind is ToolResultMessage:
             result: ToolResultMessage = message  # type: ignore[assignment]
             status = "error" if result.is_error else "result"
-            text = f"Tool {result.tool_name} {status} [id {result.tool_call_id}]: {result.content}"
+            shown = describe_content(result.content)
+            text = f"Tool {result.tool_name} {status} [id {result.tool_call_id}]: {shown}"
         elif kind is SystemMessage:
             text = f"System: {message.content}"
         else:
-            text = f"User: {message.content}"
+            text = f"User: {describe_content(message.content)}"
         if cut is not None and len(text) > cut:
             text = text[: cut - 1] + "…"
         parts.append(text)

@@ -31,6 +31,7 @@ from actors.context._messages import (
     tool_result,
     user_message,
 )
+from actors.context._parts import Content, content_json, content_text
 from actors.context._read_only import read_only
 from actors.context._result import RunResult
 from actors.context._run_context import RunContext
@@ -301,8 +302,9 @@ class AgentLoop(
                 "wait for it to finish, resume or cancel it, or use send() to steer it"
             )
             return [Finish(message.reply, error=error)]
-        if not isinstance(message.prompt, str):
-            return [Finish(message.reply, error=UserError("a run's prompt must be a str"))]
+        if not isinstance(message.prompt, str | tuple):
+            error = UserError("a run's prompt must be a str or a sequence of parts")
+            return [Finish(message.reply, error=error)]
         return self._open_run(message.run_id, message.reply, prompt=message.prompt)
 
     def _open_run(
@@ -311,7 +313,7 @@ class AgentLoop(
         reply: Any,
         data: dict[str, Any] | None = None,
         *,
-        prompt: str | None = None,
+        prompt: Content | None = None,
     ) -> list[Effect]:
         """Start a run: on a prompt, or (``prompt`` None) on what the transcript already holds."""
         run_id = run_id or self.next_run_id()
@@ -707,7 +709,7 @@ class AgentLoop(
             slot.outcome, slot.state = outcome, "done"
         assert run is not None
         if outcome.retry:
-            self._count_retry(slot.call.name, outcome.content)
+            self._count_retry(slot.call.name, content_text(outcome.content))
         started = self._advance(slot, outcome) if run.chains else []
         return [*started, *self._settle()]
 
@@ -792,7 +794,7 @@ class AgentLoop(
         else:
             # Logged now, delivered at the step boundary: a crash in between loses nothing
             # (recovery hands undelivered messages to the transcript).
-            self.ctx._record("steered", {"content": message.content})
+            self.ctx._record("steered", {"content": content_json(message.content)})
             self._run.steering.append((message, "steer"))
         return []
 

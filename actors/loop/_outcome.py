@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from actors._safe import exception_text
 from actors.context._json import JsonError, json_copy
+from actors.context._parts import BinaryPart, Content, TextPart, coerce_content
 from actors.context._suspension import Pending
 from actors.context._update import ContextUpdate
 from actors.exceptions import Cancelled, InvalidUpdateError, ModelRetry
@@ -20,11 +21,26 @@ __all__ = ["LEGACY_UPDATE_KEY", "outcome_of_error", "outcome_of_return", "render
 
 LEGACY_UPDATE_KEY = "__update_context__"
 
+_PARTS = (TextPart, BinaryPart)
 
-def render(value: Any) -> str:
-    """Serialize a tool's value for the model: text as is, everything else as JSON."""
+
+def render(value: Any) -> Content:
+    """Serialize a tool's value for the model: text as is, parts as parts, the rest as JSON.
+
+    A part (`ImagePart`, `file_part(...)`, ...) or a list or tuple of strs and parts that holds
+    at least one part is the result's content as it is.
+    """
     if isinstance(value, str):
         return value
+    if isinstance(value, _PARTS):
+        return coerce_content(value, "a tool's result")
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and any(isinstance(item, _PARTS) for item in value)
+        and all(isinstance(item, str | TextPart | BinaryPart) for item in value)
+    ):
+        return coerce_content(value, "a tool's result")
     try:
         if isinstance(value, BaseModel):
             return value.model_dump_json()

@@ -31,9 +31,14 @@ PeerDirectory = Callable[[str], bool]
 """Whether the host knows an agent of this id (live, or asleep in its store)."""
 
 
-def peer_message(sender: str, content: str) -> UserMessage:
-    """The user message a peer message becomes in its receiver's transcript."""
-    return user_message(f"[message from {sender}]\n{content}")
+def peer_message(sender: str, content: str | list[dict[str, Any]]) -> UserMessage:
+    """The user message a peer message becomes in its receiver's transcript.
+
+    ``content`` is as logged: text, or the JSON of parts (the sender's note goes first).
+    """
+    if isinstance(content, str):
+        return user_message(f"[message from {sender}]\n{content}")
+    return UserMessage(content=[f"[message from {sender}]", *content])
 
 
 def sends_of(events: Sequence[Event]) -> list[SendMessage]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.context._messages import ToolCall, UserMessage
+from actors.context._parts import Content
 from actors.context._quick_init import quick_init
 from actors.context._result import RunResult
 from actors.context._run_context import RunContext
@@ -51,7 +52,7 @@ __all__ = [
 @quick_init
 @dataclass(frozen=True, slots=True)
 class StartRun:
-    prompt: str
+    prompt: Content
     run_id: str
     reply: Any = None
 
@@ -70,7 +71,7 @@ class ModelReplied:
 class ToolOutcome:
     """What became of one tool call, ready for the model (built off the actor's thread)."""
 
-    content: str
+    content: Content
     is_error: bool = False
     output: Any = None
     update: ContextUpdate | None = None
@@ -136,7 +137,7 @@ class PeerMessage:
     message_id: str
     n: int
     sender: str
-    content: str
+    content: str | list[dict[str, Any]]  # as logged: text, or parts' JSON
 
 
 Input = (
@@ -236,7 +237,7 @@ class SendMessage:
     message_id: str
     n: int
     to: str
-    content: str
+    content: str | list[dict[str, Any]]  # as logged: text, or parts' JSON
 
 
 @quick_init

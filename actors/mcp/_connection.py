@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 import mcp.types as mcp_types
@@ -21,6 +21,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from actors._dependency_logs import quiet_dependency_logs
 from actors._logging import get_logger
 from actors._safe import exception_text, safe_repr
+from actors.context._parts import AudioPart, BinaryPart, DocumentPart, ImagePart, coerce_content
 from actors.context._run_context import RunContext
 from actors.exceptions import Cancelled, MCPProtocolError, UserError
 from actors.loop._outcome import outcome_of_error, render
@@ -414,13 +415,44 @@ def _describe_garbage(exc: Exception) -> str:
 
 
 def outcome_of_result(result: mcp_types.CallToolResult) -> ToolOutcome:
-    """What the model reads of a tool result: its content blocks as text."""
-    parts = [_block_text(block) for block in result.content]
+    """What the model reads of a tool result: its text blocks, and images and audio as parts.
+
+    A binary block that is not what it claims (bad base64, bytes of another format) is shown as
+    a placeholder, so one bad block does not fail the call.
+    """
+    texts = [_block_text(block) for block in result.content]
     structured = result.structured_content
-    if not parts and structured is not None:
-        parts = [render(structured)]
-    output = structured if structured is not None else "\n".join(parts)
-    return ToolOutcome("\n".join(parts), is_error=bool(result.is_error), output=output)
+    if not texts and structured is not None:
+        texts = [cast("str", render(structured))]
+    text = "\n".join(texts)
+    output = structured if structured is not None else text
+    binary = [_block_part(block) for block in result.content]
+    if not any(binary):
+        return ToolOutcome(text, is_error=bool(result.is_error), output=output)
+    content = coerce_content(
+        [part if part is not None else shown for part, shown in zip(binary, texts, strict=True)]
+    )
+    return ToolOutcome(content, is_error=bool(result.is_error), output=output)
+
+
+def _block_part(block: Any) -> BinaryPart | None:
+    """An image, audio or embedded binary resource as a part; None for anything else."""
+    try:
+        if isinstance(block, mcp_types.ImageContent):
+            return ImagePart(data=block.data, media_type=block.mime_type)
+        if isinstance(block, mcp_types.AudioContent):
+            return AudioPart(data=block.data, media_type=block.mime_type)
+        if isinstance(block, mcp_types.EmbeddedResource) and isinstance(
+            block.resource, mcp_types.BlobResourceContents
+        ):
+            resource = block.resource
+            media_type = resource.mime_type or "application/octet-stream"
+            if media_type.startswith(("image/", "audio/")):
+                return None
+            return DocumentPart(data=resource.blob, media_type=media_type, name=str(resource.uri))
+    except ValueError:
+        return None
+    return None
 
 
 def _block_text(block: Any) -> str:
@@ -436,7 +468,7 @@ def _block_text(block: Any) -> str:
         if isinstance(resource, mcp_types.TextResourceContents):
             return resource.text
         return f"[resource {resource.uri}, {resource.mime_type or 'binary'}]"
-    return render(getattr(block, "model_dump", lambda: block)())
+    return cast("str", render(getattr(block, "model_dump", lambda: block)()))
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from actors.context._messages import Message, ToolCall, ToolResultMessage, UserMessage
+from actors.context._parts import describe_content
 from actors.models._latency import Latency, check_latency, latency_of
 from actors.models._model import FINAL_RESULT_TOOL, ModelRequest, ModelResponse
 from actors.models._test_models import Reply, _to_response
@@ -113,7 +114,7 @@ class TestModel:
             return respond(json.dumps(example_arguments(request.output_schema)))
         if self.text is not None:
             return respond(self.text)
-        return respond(json.dumps({m.tool_name: m.content for m in results}))
+        return respond(json.dumps({m.tool_name: describe_content(m.content) for m in results}))
 
 
 def _this_turns_results(messages: Sequence[Message]) -> list[ToolResultMessage]:

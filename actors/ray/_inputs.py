@@ -139,7 +139,7 @@ class PeerInput:
     sender: str
     message_id: str
     n: int
-    content: str
+    content: str | list[dict[str, Any]]
 
 
 HostInput = RunInput | TellInput | AskInput | ChildInput | ExpireInput | PeerInput

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from actors.context._parts import ContentInput
 from actors.context._result import RunResult
 from actors.loop._agent import Agent
 from actors.runtime._runtime import Runtime
@@ -16,7 +17,7 @@ OutputT = TypeVar("OutputT")
 
 def run_sync(
     agent: Agent[OutputT],
-    prompt: str,
+    prompt: ContentInput,
     *,
     tool_context: Any = None,
     metadata: Mapping[str, Any] | None = None,

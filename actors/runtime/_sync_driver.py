@@ -13,7 +13,8 @@ from typing import Any
 
 from actors.context._agent_context import AgentContext
 from actors.context._events import Clock, Event, system_clock
-from actors.context._messages import UserMessage
+from actors.context._messages import user_message
+from actors.context._parts import ContentInput, coerce_content
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunFailedError
@@ -134,17 +135,18 @@ class SyncDriver:
         """Call ``callback`` with each event this agent appends; returns the unsubscriber."""
         return self._host.subscribe(self._id, callback)
 
-    def run(self, prompt: str) -> RunResult[Any]:
+    def run(self, prompt: ContentInput) -> RunResult[Any]:
         """Run on ``prompt`` to completion (or suspension); raise the run's error if it fails."""
-        return self._drive(lambda reply: StartRun(prompt, "", reply))
+        content = coerce_content(prompt, "a prompt")
+        return self._drive(lambda reply: StartRun(content, "", reply))
 
     def resume(self, answers: Mapping[str, Answer]) -> RunResult[Any]:
         """Answer open requests and drive the run on."""
         return self._drive(lambda reply: ResumeRun(dict(answers), reply))
 
-    def send(self, message: str) -> None:
+    def send(self, message: ContentInput) -> None:
         """Steer (see `AgentRef.send`)."""
-        self._host.tell(self._id, Steer(UserMessage(content=message)))
+        self._host.tell(self._id, Steer(user_message(coerce_content(message, "send()'s message"))))
         self._host.pump()
 
     def cancel(self, reason: str = "cancelled") -> None:

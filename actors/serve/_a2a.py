@@ -53,6 +53,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from actors import AgentRef, Answer, Request, RunEnded, RunResult, StreamEvent, __version__
+from actors.context._parts import (
+    AudioPart,
+    BinaryPart,
+    Content,
+    DocumentPart,
+    ImagePart,
+    InvalidContentError,
+    coerce_content,
+    file_part,
+)
 from actors.serve._api_error import ApiError
 from actors.serve._state import Server
 from actors.serve._wire import error_of, event_of, jsonable, requests_of
@@ -319,7 +329,9 @@ def _requests_message(
     )
 
 
-def _prompt_of(message: Message) -> str:
+def _prompt_of(message: Message) -> Content:
+    if any(part.HasField("raw") or part.HasField("url") for part in message.parts):
+        return _parts_of(message)
     texts = [part.text for part in message.parts if part.HasField("text")]
     if texts:
         return "\n".join(texts)
@@ -329,6 +341,30 @@ def _prompt_of(message: Message) -> str:
 
         return json.dumps(data[0] if len(data) == 1 else data)
     raise ApiError(400, "empty_message", "an A2A message needs a text or data part")
+
+
+def _parts_of(message: Message) -> Content:
+    """An A2A message with files (raw bytes or URLs) as parts, in order."""
+    parts: list[str | BinaryPart] = []
+    try:
+        for part in message.parts:
+            if part.HasField("text"):
+                parts.append(part.text)
+            elif part.HasField("raw"):
+                parts.append(
+                    file_part(part.raw, part.media_type or None, name=part.filename or None)
+                )
+            elif part.HasField("url"):
+                parts.append(_url_part(part.url, part.media_type, part.filename))
+        return coerce_content(parts, "an A2A message")
+    except (InvalidContentError, ValueError) as exc:
+        raise ApiError(400, "invalid_content", f"an A2A file part: {exc}") from None
+
+
+def _url_part(url: str, media_type: str, filename: str) -> BinaryPart:
+    major = media_type.partition("/")[0]
+    kind = ImagePart if major == "image" else AudioPart if major == "audio" else DocumentPart
+    return kind(url=url, media_type=media_type, name=filename or None)
 
 
 def answers_of(message: Message, opened: list[Request]) -> dict[str, Answer]:

@@ -75,6 +75,28 @@ SCHEMAS: dict[str, Any] = {
             for k in ("requests", "input_tokens", "output_tokens", "tool_calls")
         },
     },
+    "Content": {
+        "description": "Text, or an array of parts (text, image, audio, document).",
+        "oneOf": [
+            {"type": "string"},
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"enum": ["text", "image", "audio", "document"]},
+                        "text": {"type": "string"},
+                        "media_type": {"type": "string", "examples": ["image/png"]},
+                        "data": {"type": "string", "contentEncoding": "base64"},
+                        "url": {"type": "string", "format": "uri"},
+                        "name": {"type": "string"},
+                    },
+                },
+            },
+        ],
+    },
     "Request": {
         "type": "object",
         "description": "A question a tool put to the host (an approval, an input, ...).",
@@ -321,7 +343,7 @@ def _paths() -> dict[str, Any]:
                 "parameters": session,
                 "requestBody": _body(
                     {
-                        "prompt": {"type": "string"},
+                        "prompt": {"$ref": "#/components/schemas/Content"},
                         "cancel_on_disconnect": {"type": "boolean", "default": False},
                     },
                     ["prompt"],
@@ -371,7 +393,9 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "summary": "A user message for the run's next step (or the next run)",
                 "parameters": session,
-                "requestBody": _body({"message": {"type": "string"}}, ["message"]),
+                "requestBody": _body(
+                    {"message": {"$ref": "#/components/schemas/Content"}}, ["message"]
+                ),
                 "responses": {"202": _json(_ref("Accepted"), "Queued"), **BODY_ERRORS},
             }
         },

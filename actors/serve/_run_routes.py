@@ -16,7 +16,7 @@ from actors.serve._api_error import ApiError
 from actors.serve._errors import api_error_of
 from actors.serve._json import json_response, read_json
 from actors.serve._runs import RunChannel
-from actors.serve._state import field_of, server_of, session_id_of, wants_stream
+from actors.serve._state import content_of, field_of, server_of, session_id_of, wants_stream
 from actors.serve._wire import error_of, result_of
 
 __all__ = ["KEEPALIVE", "answer", "cancel_run", "follow_run", "start_run", "steer"]
@@ -29,7 +29,7 @@ async def start_run(request: Request) -> Response:
     server = server_of(request)
     session_id = session_id_of(request)
     body = await read_json(request, server.max_body)
-    prompt = field_of(body, "prompt", str, required=True)
+    prompt = content_of(body, "prompt")
     cancel = bool(field_of(body, "cancel_on_disconnect", bool))
     return await _run(
         request,
@@ -190,7 +190,7 @@ async def steer(request: Request) -> Response:
     server = server_of(request)
     session_id = session_id_of(request)
     body = await read_json(request, server.max_body)
-    message = field_of(body, "message", str, required=True)
+    message = content_of(body, "message")
     await server.acheck(session_id)
     ref = await server.aopen(session_id)
     ref.send(message)

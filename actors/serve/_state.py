@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from actors import Agent, AgentRef, Runtime
+from actors.context._parts import Content, InvalidContentError, coerce_content
 from actors.exceptions import ActorsError, SessionNotFoundError
 from actors.serve._api_error import ApiError
 from actors.serve._errors import api_error_of
@@ -155,4 +156,19 @@ def field_of(body: Any, name: str, kind: type | tuple[type, ...], *, required: b
 
 
 def _json_type(python: str) -> str:
-    return {"str": "a string", "dict": "an object", "bool": "true or false"}.get(python, python)
+    names = {"str": "a string", "dict": "an object", "bool": "true or false", "list": "an array"}
+    return names.get(python, python)
+
+
+def content_of(body: Any, name: str) -> Content:
+    """A required field holding content: a string, or an array of parts' JSON objects.
+
+    A part is ``{"type": "text", "text": ...}`` or ``{"type": "image"|"audio"|"document",
+    "media_type": ..., "data": <base64>}`` (or ``"url"``); bad content is a 400
+    ``invalid_content`` that says what was wrong.
+    """
+    value = field_of(body, name, (str, list), required=True)
+    try:
+        return coerce_content(value, repr(name))
+    except InvalidContentError as exc:
+        raise ApiError(400, "invalid_content", str(exc)) from None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import TypeVar
 
+from actors.context._parts import ContentInput, coerce_content
 from actors.context._result import RunResult
 from actors.context._suspension import Answer
 from actors.exceptions import RunError, RunFailedError, RunTimeoutError, UserError
@@ -70,12 +71,11 @@ class SimRef(AgentRef[OutputT]):
 
     _host: SimHost  # type: ignore[assignment]  # the simulator speaks the ref's host API
 
-    def run_async(self, prompt: str) -> SimRunFuture[OutputT]:
+    def run_async(self, prompt: ContentInput) -> SimRunFuture[OutputT]:
         """Start a run on ``prompt``; it goes on as the simulation runs."""
-        if not isinstance(prompt, str):
-            raise UserError(f"a prompt is a str, got {type(prompt).__name__}")
+        content = coerce_content(prompt, "a prompt")
         future: concurrent.futures.Future[RunResult[OutputT]] = InlineFuture()
-        self._tell(StartRun(prompt, "", HostReply(future)))
+        self._tell(StartRun(content, "", HostReply(future)))
         return SimRunFuture(future, self._host, self._id)
 
     def resume_async(self, answers: Mapping[str, Answer]) -> SimRunFuture[OutputT]:
@@ -128,7 +128,7 @@ class SimRef(AgentRef[OutputT]):
             agent_id=self.agent_id,
         )
 
-    def run_stream(self, prompt: str) -> Iterator[StreamEvent]:
+    def run_stream(self, prompt: ContentInput) -> Iterator[StreamEvent]:
         """Run on ``prompt`` (running the simulation until it ends) and yield what happened.
 
         The events are the same a `Runtime`'s stream gives, the last a `RunEnded`.
@@ -148,7 +148,7 @@ class SimRef(AgentRef[OutputT]):
             )
         return iter(stream)
 
-    def arun_stream(self, prompt: str) -> AsyncIterator[StreamEvent]:
+    def arun_stream(self, prompt: ContentInput) -> AsyncIterator[StreamEvent]:
         """`run_stream` as an async iterator (the simulation runs before the first event)."""
         events = list(self.run_stream(prompt))
 

@@ -45,7 +45,7 @@ def _reply(messages: Sequence[Message], _tools: Any) -> Any:
     last = messages[-1]
     if last.role == "tool":
         return f"Finished: {last.content}"
-    text = str(getattr(last, "content", ""))
+    text = str(getattr(last, "text", ""))
     if text.startswith("team"):
         return call("helper", task="look it up")
     if text == "approve":

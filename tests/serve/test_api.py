@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient
 
 from actors import Runtime
+from actors.host.conformance import PNG
 from actors.serve import RateLimit, create_app
 from actors.store import MemoryStore, SQLiteStore
 
@@ -132,6 +134,12 @@ def test_a_denied_approval_never_runs_the_tool(client: TestClient) -> None:
         (b"[1, 2]", "invalid_body"),
         (b'{"prompt": 3}', "invalid_body"),
         (b'{"text": "hi"}', "invalid_body"),
+        (b'{"prompt": []}', "invalid_content"),
+        (
+            b'{"prompt": [{"type": "image", "media_type": "image/png", "data": "AAAA"}]}',
+            "invalid_content",
+        ),
+        (b'{"prompt": [{"type": "video", "data": "AAAA"}]}', "invalid_content"),
     ],
 )
 def test_a_bad_body_is_a_400_with_a_code_and_changes_nothing(
@@ -144,6 +152,17 @@ def test_a_bad_body_is_a_400_with_a_code_and_changes_nothing(
     assert (response.status_code, error_code(response)) == (400, code)
     assert response.headers["content-type"] == "application/json"
     assert client.get(f"/sessions/{sid}/transcript").json()["messages"] == []
+
+
+def test_a_prompt_of_parts_runs_and_the_transcript_keeps_them(client: TestClient) -> None:
+    sid = new_session(client)
+    image = {"type": "image", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}
+    prompt = [{"type": "text", "text": "world"}, image]
+    done = client.post(f"/sessions/{sid}/runs", json={"prompt": prompt}).json()
+    assert done["result"]["output"] == "Hello, world!"
+    first = client.get(f"/sessions/{sid}/transcript").json()["messages"][0]
+    assert first["content"] == prompt
+    assert client.post(f"/sessions/{sid}/steer", json={"message": [image]}).status_code < 300
 
 
 def test_unknown_sessions_routes_and_ids_are_typed_errors(client: TestClient) -> None:

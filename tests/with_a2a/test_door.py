@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from a2a.helpers import new_text_message
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    Part,
     Role,
     SendMessageRequest,
     StreamResponse,
@@ -26,6 +28,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
+from actors.host.conformance import PNG
 from actors.serve import a2a_public_paths, a2a_routes, create_app
 from actors.store import SQLiteStore
 from tests.serve.agents import SECRET, make_agent, tool_context
@@ -350,3 +353,40 @@ def test_a_run_that_fails_is_a_failed_task_naming_the_error(tmp_path: Path) -> N
     text = task.status.message.parts[0].text
     assert text.startswith("RunFailedError: ")
     assert "the provider is down" in text
+
+
+def _send_parts(url: str, parts: list[Part]) -> list[StreamResponse]:
+    async def go() -> list[StreamResponse]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            config = ClientConfig(httpx_client=http, streaming=False)
+            client = await create_client(url, client_config=config)
+            message = new_text_message("", role=Role.ROLE_USER)
+            del message.parts[:]
+            message.parts.extend(parts)
+            return [r async for r in client.send_message(SendMessageRequest(message=message))]
+
+    return asyncio.run(go())
+
+
+def test_a_file_part_reaches_the_agent_as_an_image_part(served: str) -> None:
+    parts = [Part(text="world"), Part(raw=PNG, media_type="image/png", filename="dot.png")]
+    task = _send_parts(served, parts)[-1].task
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    with httpx.Client(base_url=served, timeout=30) as http:
+        transcript = http.get(f"/sessions/{task.context_id}/transcript").json()
+    prompt = transcript["messages"][0]["content"]
+    assert prompt[0] == {"type": "text", "text": "world"}
+    assert prompt[1]["type"] == "image"
+    assert (prompt[1]["media_type"], prompt[1]["name"]) == ("image/png", "dot.png")
+    assert base64.b64decode(prompt[1]["data"]) == PNG
+
+
+def test_a_file_part_that_is_not_what_it_claims_is_refused(served: str) -> None:
+    parts = [Part(text="world"), Part(raw=b"GIF89a...", media_type="image/png")]
+    task = _send_parts(served, parts)[-1].task
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    said = task.status.message.parts[0].text
+    assert "invalid_content" in said and "not a PNG" in said
+    with httpx.Client(base_url=served, timeout=30) as http:
+        transcript = http.get(f"/sessions/{task.context_id}/transcript").json()
+    assert transcript["messages"] == []  # nothing entered the session
