@@ -90,6 +90,9 @@ class Host(Protocol):
         """Whether the host is shutting down (agents keep their stored status)."""
         ...
 
+    #: Events between snapshots of an agent's fold in its store, or None for none.
+    snapshot_every: int | None
+
     def persist(self, node: AgentNode) -> None:
         """Write the agent's buffered events and its status; raise `StoreError` on failure."""
         ...
@@ -301,7 +304,7 @@ class AgentCell:
             self.log.exception("could not persist events; they stay buffered")
             return False
         # One comparison in the common case: a snapshot is due every `snapshot_every` events.
-        snapshot_if_due(self.node, self.loop.ctx, getattr(self.host, "snapshot_every", None))
+        snapshot_if_due(self.node, self.loop.ctx, self.host.snapshot_every)
         return True
 
     def _crash(self, exc: Exception) -> list[Effect]:
@@ -499,7 +502,7 @@ class AgentCell:
         self.waiting.clear()
         if self.persist() and how == "passivated":
             # The wake reads this snapshot and the few events after it, not the whole log.
-            every = getattr(self.host, "snapshot_every", None)
+            every = self.host.snapshot_every
             snapshot_if_due(node, self.loop.ctx, every, passivating=True)
         notify_release(node, how)
         self.host.agent_stopped(node)

@@ -67,6 +67,8 @@ class InlineHost(Orchestration):
         default_model: The model of specs that name none.
     """
 
+    snapshot_every: int | None = None  # an inline host keeps no snapshots
+
     def __init__(
         self,
         *,

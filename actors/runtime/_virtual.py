@@ -22,8 +22,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pykka
 
@@ -31,7 +32,7 @@ from actors._logging import get_logger
 from actors.exceptions import AgentStoppedError
 from actors.host._messages import Ask, HostReply, Passivate, Query, settle
 from actors.host._node import AgentNode
-from actors.host._restore import restore_tree
+from actors.host._restore import RestoreHost, restore_tree
 from actors.host._tombstone import TreeNode
 from actors.loop._agent import Agent
 from actors.loop._types import ResumeRun, StartRun
@@ -39,10 +40,24 @@ from actors.loop._types import ResumeRun, StartRun
 if TYPE_CHECKING:
     from actors.context._events import Event
     from actors.host._approval import ApprovalHandler
-    from actors.runtime._local import LocalHost
     from actors.store._protocol import SessionStore
 
-__all__ = ["Dormant", "Passivation"]
+__all__ = ["Dormant", "PassivatingHost", "Passivation"]
+
+
+class PassivatingHost(RestoreHost, Protocol):
+    """What passivation needs of its host (`LocalHost`): its registry, lock and sessions."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+    @property
+    def nodes(self) -> dict[str, AgentNode]: ...
+    @property
+    def sessions(self) -> dict[str, tuple[SessionStore, str]]: ...
+    @property
+    def closing(self) -> bool: ...
+    def release_session(self, store: SessionStore, session_id: str) -> None: ...
+
 
 _log = get_logger("actors.runtime")
 
@@ -99,7 +114,7 @@ class Passivation:
             passivation off (explicit `passivate` still works for agents with a store).
     """
 
-    def __init__(self, host: LocalHost, idle_after: float | None) -> None:
+    def __init__(self, host: PassivatingHost, idle_after: float | None) -> None:
         self._host = host
         self.idle_after = idle_after
         self._index: dict[str, Dormant] = {}  # every agent id of every fenced/dormant tree

@@ -10,14 +10,22 @@ that suit a clock (1, 2, 5, 10, 15, 30 minutes; 1, 2, 3, 6, 12 hours; days).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from actors.sim._table import Table
+from typing import Any, Protocol
 
 __all__ = ["svg_chart"]
+
+
+class Columns(Protocol):
+    """What a chart reads of a table (`actors.sim.Table` is one): named columns and rows."""
+
+    @property
+    def columns(self) -> Sequence[str]: ...
+
+    @property
+    def rows(self) -> Sequence[Mapping[str, Any]]: ...
+
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _WIDTH = 760
@@ -89,7 +97,7 @@ def _clock(seconds: float) -> str:
     return sign + " ".join(parts[:2])
 
 
-def _series(table: Table, x: str) -> dict[str, list[tuple[float, float]]]:
+def _series(table: Columns, x: str) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = {}
     for name in table.columns:
         if name == x:
@@ -129,7 +137,7 @@ def _time_axis(
     return out
 
 
-def svg_chart(table: Table, *, title: str = "", x: str = "time") -> str:
+def svg_chart(table: Columns, *, title: str = "", x: str = "time") -> str:
     """The numeric columns of ``table`` over ``x``: a panel each, stacked, each with a time axis."""
     series = _series(table, x)
     xs = [p[0] for points in series.values() for p in points] or [0.0, 1.0]
