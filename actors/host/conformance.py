@@ -44,10 +44,13 @@ from actors.context._parts import DocumentPart, ImagePart, TextPart
 from actors.context._run_context import RunContext
 from actors.context._suspension import Answer, Pending, Request
 from actors.context._update import ContextUpdate
+from actors.context._usage import Usage
 from actors.loop._agent import Agent
+from actors.loop._compaction import Compaction
 from actors.loop._tools import tool
-from actors.models._model import ToolDefinition
+from actors.models._model import ModelRequest, ModelResponse, ToolDefinition
 from actors.models._test_models import FunctionModel, ScriptedModel, call
+from actors.models._tokens import estimate_tokens
 
 __all__ = [
     "Deps",
@@ -206,6 +209,27 @@ def _look_then_answer(messages: Sequence[Message], tools: Sequence[ToolDefinitio
     if not isinstance(messages[-1], ToolResultMessage):
         return ToolCall(id=f"shot-{len(messages)}", name="screenshot", arguments={})
     return json.dumps(_binary_seen(messages))
+
+
+def _terse(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> ModelResponse:
+    """Answer "ok", a summary request with a summary; reporting the estimate as its count."""
+    summary = messages[0].role == "system" and "Summarise" in messages[-1].text
+    request = ModelRequest(messages=tuple(messages), tools=tuple(tools))
+    usage = Usage(requests=1, input_tokens=estimate_tokens(request), output_tokens=1)
+    text = "summary of the earlier turns" if summary else "ok"
+    return ModelResponse(AssistantMessage(content=text), usage)
+
+
+WINDOW = 300
+
+COMPACTING = Agent(
+    "compacting",
+    model=FunctionModel(_terse, name="terse"),
+    system_prompt="You are terse.",
+    context_window=WINDOW,
+    compaction=Compaction(at=0.8, keep_last_turns=2),
+)
+"""An agent whose 300-token window holds a dozen short turns: it compacts as it goes."""
 
 
 def _results(messages: Sequence[Message]) -> list[ToolResultMessage]:
@@ -384,6 +408,22 @@ class HostConformance:
         ]
         assert _binary_seen(result.messages) == json.loads(result.output)
 
+    def test_a_long_session_compacts_and_no_request_passes_the_window(self, host: Any) -> None:
+        """Thirty turns in a 300-token window: compacted, every request under 80 %, log whole."""
+        ref = host.spawn(COMPACTING, tool_context=DEPS)
+        prompts = [f"turn {n}: " + "x" * 60 for n in range(30)]
+        for text in prompts:
+            assert ref.run(text).output == "ok"
+        ctx = ref.context()
+        assert [e for e in ctx.events if e.type == "compacted"]
+        counted = [e.data["tokens"] for e in ctx.events if e.type == "request_header"]
+        assert counted
+        assert max(counted) <= int(WINDOW * 0.8)
+        logged = [e.data["content"] for e in ctx.events if e.type == "user_message"]
+        assert [text for text in logged if text.startswith("turn ")] == prompts
+        assert ctx.messages[0].role == "system"
+        assert ctx.messages[-2].text == prompts[-1]
+
     def test_cancel_reaches_every_descendant(self, host: Any) -> None:
         """Cancelling a root whose tree waits deep down cancels the tree, and the root says so."""
         ref = host.spawn(self._three_levels(), tool_context=DEPS)
@@ -464,6 +504,24 @@ class PersistenceConformance(HostConformance):
             result = restored.resume({request.id: Answer(data=5000)})
             assert (result.status, result.output) == ("completed", "root done")
             assert [m.content for m in _results(result.messages)] == ["mid done"]
+
+    def test_a_restored_session_goes_on_compacting(self, tmp_path: Path, host_ready: None) -> None:
+        """Compacted in one host, restored in another: it compacts again, inside its window."""
+        store = self.make_store(tmp_path)
+        with self.open_host(tmp_path) as first:
+            ref = first.open_session(COMPACTING, session_id="s4", store=store, tool_context=DEPS)
+            for n in range(20):
+                ref.run(f"turn {n}: " + "x" * 60)
+            before = sum(e.type == "compacted" for e in ref.context().events)
+        with self.open_host(tmp_path) as second:
+            restored = second.restore("s4", store=store, agents=[COMPACTING], tool_context=DEPS)
+            for n in range(20, 40):
+                assert restored.run(f"turn {n}: " + "x" * 60).output == "ok"
+            events = restored.context().events
+        assert before >= 1
+        assert sum(e.type == "compacted" for e in events) > before
+        counted = [e.data["tokens"] for e in events if e.type == "request_header"]
+        assert max(counted) <= int(WINDOW * 0.8)
 
     def test_parts_survive_a_restore(self, tmp_path: Path, host_ready: None) -> None:
         """A session whose transcript holds images is restored with every byte of them."""
