@@ -154,3 +154,48 @@ def test_the_chat_page_runs_streams_approves_and_picks_a_stream_up_after_a_reloa
     finally:
         context["gate"].set()
         store.close()
+
+
+def test_an_attached_image_is_sent_as_a_part_and_shown_in_the_transcript(
+    driver: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from actors.host.conformance import PNG
+
+    picture = tmp_path / "dot.png"
+    picture.write_bytes(PNG)
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    app = create_app(make_agent(), store, tool_context=tool_context(), rate_limit=None)
+    try:
+        with live_server(app) as url:
+            driver.get(url)
+            wait_for(driver, "return document.body.dataset.state === 'idle'")
+            driver.find_element(By.ID, "new-session").click()
+            wait_for(driver, "return document.querySelectorAll('#sessions li.selected').length")
+            driver.find_element(By.ID, "attach").send_keys(str(picture))
+            chip = wait_for(
+                driver,
+                "const c = document.querySelector('#attached .chip');return c && c.textContent",
+            )
+            assert "dot.png" in chip
+            send(driver, "world")
+            wait_for(
+                driver,
+                "return document.body.dataset.state === 'idle' && "
+                "document.getElementById('messages').innerText.includes('Hello, world!')",
+            )
+            # Drawn from the stored transcript: the image part, inline, with its bytes.
+            src = wait_for(
+                driver,
+                "const i = document.querySelector('.msg.user img.part-image');"
+                "return i && i.complete && i.naturalWidth === 1 && i.src",
+            )
+            assert src.startswith("data:image/png;base64,")
+            assert (
+                driver.execute_script("return document.querySelectorAll('#attached .chip').length")
+                == 0
+            )
+            assert page_errors(driver) == []
+    finally:
+        store.close()

@@ -9,7 +9,11 @@ const TOKEN_KEY = "actors.token";
 const SESSION_KEY = "actors.session";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: null, agent: "", session: null, messages: [], tree: {}, live: null };
+const state = { token: null, agent: "", session: null, messages: [], tree: {}, live: null,
+                attached: [] };
+// Images up to this size are shown inline (as data: URLs); bigger parts show as a chip.
+const INLINE_IMAGE_BYTES = 2_000_000;
+const SHOWN_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 class ApiError extends Error {
   constructor(status, code, message) {
@@ -23,6 +27,37 @@ function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+// Content is a string, or an array of parts ({type: "text"|"image"|"audio"|"document", ...}).
+function contentNodes(content) {
+  if (typeof content === "string") return [document.createTextNode(content)];
+  const nodes = [];
+  for (const part of content || []) {
+    if (part.type === "text") {
+      nodes.push(document.createTextNode(part.text));
+    } else if (part.type === "image" && part.data && SHOWN_IMAGES.has(part.media_type)
+               && part.data.length * 0.75 <= INLINE_IMAGE_BYTES) {
+      const img = el("img", "part-image");
+      img.alt = part.name || part.media_type;
+      img.src = "data:" + part.media_type + ";base64," + part.data;
+      nodes.push(img);
+    } else {
+      nodes.push(el("span", "chip", partLabel(part)));
+    }
+  }
+  return nodes;
+}
+
+function partLabel(part) {
+  const size = part.data ? Math.round(part.data.length * 0.75 / 1000) + " kB" : part.url || "";
+  return [part.type, part.name || part.media_type || "", size].filter(Boolean).join(" · ");
+}
+
+function userBlock(content) {
+  const node = el("div", "msg user");
+  node.append(...contentNodes(content));
   return node;
 }
 
@@ -154,7 +189,7 @@ function render(requests) {
   const cards = {};
   for (const message of state.messages.slice(0, upTo)) {
     if (message.role === "user") {
-      box.append(el("div", "msg user", message.content));
+      box.append(userBlock(message.content));
     } else if (message.role === "assistant") {
       if (message.content) box.append(textBlock(null, message.content));
       for (const call of message.tool_calls || []) {
@@ -197,7 +232,7 @@ function setResult(card, content, isError) {
     result = el("span", "result");
     card.append(result);
   }
-  result.textContent = "→ " + content;
+  result.replaceChildren(document.createTextNode("→ "), ...contentNodes(content));
 }
 
 function requestCard(request) {
@@ -222,7 +257,7 @@ function requestCard(request) {
 }
 
 function renderBlock(block) {
-  if (block.type === "user") return el("div", "msg user", block.text);
+  if (block.type === "user") return userBlock(block.content);
   if (block.type === "text") return textBlock(block.agent, block.text);
   if (block.type === "tool") {
     const card = toolCard(block.id, block.name, block.args);
@@ -348,10 +383,60 @@ async function startRun(path, body, firstBlock) {
 
 async function send(event) {
   event.preventDefault();
-  const prompt = $("prompt").value;
-  if (!prompt.trim() || !state.session || state.live) return;
+  const text = $("prompt").value;
+  const files = state.attached;
+  if ((!text.trim() && !files.length) || !state.session || state.live) return;
   $("prompt").value = "";
-  await startRun(`/sessions/${state.session}/runs`, { prompt }, { type: "user", text: prompt });
+  state.attached = [];
+  renderAttached();
+  const prompt = files.length ? [...(text.trim() ? [{ type: "text", text }] : []), ...files] : text;
+  await startRun(`/sessions/${state.session}/runs`, { prompt }, { type: "user", content: prompt });
+}
+
+// -- attachments ----------------------------------------------------------------------------
+
+function kindOf(mediaType) {
+  if (mediaType.startsWith("image/")) return "image";
+  if (mediaType.startsWith("audio/")) return "audio";
+  return "document";
+}
+
+function readPart(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      const mediaType = file.type || "application/octet-stream";
+      resolve({ type: kindOf(mediaType), media_type: mediaType, name: file.name,
+                data: url.slice(url.indexOf(",") + 1) });
+    };
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function attach() {
+  const input = $("attach");
+  for (const file of input.files) state.attached.push(await readPart(file));
+  input.value = "";
+  renderAttached();
+}
+
+function renderAttached() {
+  const box = $("attached");
+  box.replaceChildren();
+  state.attached.forEach((part, index) => {
+    const chip = el("span", "chip", partLabel(part));
+    const remove = el("button", "", "×");
+    remove.type = "button";
+    remove.title = "Remove";
+    remove.addEventListener("click", () => {
+      state.attached.splice(index, 1);
+      renderAttached();
+    });
+    chip.append(remove);
+    box.append(chip);
+  });
 }
 
 async function answer(requestId, reply) {
@@ -401,6 +486,7 @@ async function start() {
     if (event.key === "Enter" && !event.shiftKey) send(event);
   });
   $("cancel").addEventListener("click", () => cancel().catch((e) => showError(e.message)));
+  $("attach").addEventListener("change", () => attach().catch((e) => showError(e.message)));
   $("new-session").addEventListener("click", () => newSession().catch((e) => showError(e.message)));
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
