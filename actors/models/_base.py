@@ -165,9 +165,10 @@ class HTTPModel(TokenCounting, ABC):
                 larger than it takes (see `accepts`); nothing was sent.
             Cancelled: ``request.cancellation`` was set; the request in flight was closed.
         """
+        # What the model takes is a property of the request, whatever the network switch says.
+        self._accepts.check(request.messages, self.name)
         check_model_requests_allowed(self.name)
         request.cancellation.raise_if_cancelled()
-        self._accepts.check(request.messages, self.name)
         settings: ModelSettings = {**self._settings, **request.settings}
         stream = bool(settings.get("stream", request.on_delta is not None))
         key = self._keys.resolve()
