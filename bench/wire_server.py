@@ -98,10 +98,20 @@ class _Stats:
         }
 
 
+_MESSAGES_JSON = "\x00messages_json"  # where a body keeps its messages' JSON, made once
+
+
+def _messages_json(body: dict[str, Any]) -> str:
+    """The request's messages as JSON text, made once per request (a 20 MB PDF is in it)."""
+    text = body.get(_MESSAGES_JSON)
+    if text is None:
+        text = body[_MESSAGES_JSON] = json.dumps(body.get("messages") or [])
+    return str(text)
+
+
 def _digest(body: dict[str, Any]) -> str:
-    key = {"messages": body.get("messages"), "system": body.get("system")}
-    key["tools"] = body.get("tools")
-    text = json.dumps(key, sort_keys=True, ensure_ascii=True)
+    key = {"system": body.get("system"), "tools": body.get("tools")}
+    text = json.dumps(key, sort_keys=True, ensure_ascii=True) + "\n" + _messages_json(body)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -142,7 +152,7 @@ def _openai_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any], in
     messages = body.get("messages") or [{}]
     last = messages[-1]
     tools = body.get("tools") or []
-    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    tokens_in = max(1, len(_messages_json(body)) // 4)
     message: dict[str, Any]
     if tools and last.get("role") != "tool":
         function = tools[0]["function"]
@@ -181,7 +191,7 @@ def _anthropic_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any],
         isinstance(part, dict) and part.get("type") == "tool_result" for part in content
     )
     tools = body.get("tools") or []
-    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    tokens_in = max(1, len(_messages_json(body)) // 4)
     blocks: list[dict[str, Any]]
     if tools and not answered:
         tool = tools[0]
@@ -434,7 +444,7 @@ class _Server:
 
 def _input_chars(body: dict[str, Any]) -> int:
     """The size of a request's input as this server measures windows: JSON characters."""
-    size = len(json.dumps(body.get("messages") or []))
+    size = len(_messages_json(body))
     system = body.get("system")
     return size + (len(json.dumps(system)) if system else 0)
 

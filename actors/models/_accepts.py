@@ -69,12 +69,16 @@ class Accepts:
             return f"a {part.type} of {_mb(part.size)} (at most {_mb(limit)} a {part.type})"
         return None
 
-    def check(self, messages: Iterable[Message], model: str) -> None:
+    def check(self, messages: Iterable[Message], model: str) -> int:
         """Refuse the first part of ``messages`` the model does not take.
+
+        Returns:
+            How many binary parts the messages hold (all of them taken).
 
         Raises:
             UnsupportedContentError: A part the model does not take, named with what it takes.
         """
+        binary = 0
         for message in messages:
             content = message.content
             if type(content) is str:  # nearly every message: nothing to look at
@@ -82,6 +86,7 @@ class Accepts:
             for part in content:
                 if not isinstance(part, BinaryPart):
                     continue
+                binary += 1
                 why = self.refusal(part)
                 if why is not None:
                     raise UnsupportedContentError(
@@ -93,6 +98,7 @@ class Accepts:
                         part.media_type,
                         self.describe(),
                     )
+        return binary
 
     def check_size(self, size: int, model: str) -> None:
         """Refuse a request body of ``size`` bytes past `max_request_bytes`.

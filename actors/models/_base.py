@@ -23,6 +23,7 @@ from actors.models._errors import (
     status_error,
     transport_error,
 )
+from actors.models._json_body import encode_body
 from actors.models._model import (
     ModelRequest,
     ModelResponse,
@@ -166,13 +167,13 @@ class HTTPModel(TokenCounting, ABC):
             Cancelled: ``request.cancellation`` was set; the request in flight was closed.
         """
         # What the model takes is a property of the request, whatever the network switch says.
-        self._accepts.check(request.messages, self.name)
+        binary = self._accepts.check(request.messages, self.name)
         check_model_requests_allowed(self.name)
         request.cancellation.raise_if_cancelled()
         settings: ModelSettings = {**self._settings, **request.settings}
         stream = bool(settings.get("stream", request.on_delta is not None))
         key = self._keys.resolve()
-        content = _encode(self._body(request, settings, stream))
+        content = encode_body(self._body(request, settings, stream), splice=binary > 0)
         self._accepts.check_size(len(content), self.name)
         timeout = self._timeout
         if "timeout" in settings:
@@ -379,11 +380,3 @@ class HTTPModel(TokenCounting, ABC):
             raise RetryableError(error)
         with malformed(self.name):
             return assembler.response()
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    """The body as JSON, once for every attempt; what cannot be JSON is the caller's mistake."""
-    try:
-        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"the request cannot be sent as JSON: {exc}") from exc
