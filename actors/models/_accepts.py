@@ -15,7 +15,7 @@ from typing import Final
 
 from actors.context._messages import Message
 from actors.context._parts import BINARY_KINDS, BinaryPart, describe_part
-from actors.exceptions import UnsupportedContentError
+from actors.exceptions import UnsupportedContentError, UserError
 
 __all__ = ["ANTHROPIC_ACCEPTS", "EVERYTHING", "OPENAI_ACCEPTS", "Accepts"]
 
@@ -48,6 +48,20 @@ class Accepts:
     urls: frozenset[str] = BINARY_KINDS
     max_bytes: Mapping[str, int] = field(default_factory=dict)
     max_request_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        # Given as lists or sets, kept as the frozen types; a copy of max_bytes, so that the
+        # caller's dict changing later changes nothing here.
+        if isinstance(self.media_types, str) or not all(
+            isinstance(m, str) for m in self.media_types
+        ):
+            raise UserError(f"media_types must be a sequence of str, got {self.media_types!r}")
+        unknown = set(self.urls) - BINARY_KINDS
+        if unknown:
+            raise UserError(f"urls names kinds that are not {sorted(BINARY_KINDS)}: {unknown}")
+        object.__setattr__(self, "media_types", tuple(m.lower() for m in self.media_types))
+        object.__setattr__(self, "urls", frozenset(self.urls))
+        object.__setattr__(self, "max_bytes", dict(self.max_bytes))
 
     def takes_media_type(self, media_type: str) -> bool:
         """Whether the model reads parts of ``media_type``."""

@@ -325,3 +325,21 @@ def test_an_openai_tool_result_with_parts_is_text_then_a_user_message_after_the_
     assert caption == {"type": "text", "text": "Attached to the result of shot (c1):"}
     url = "data:image/png;base64," + base64.b64encode(PNG).decode()
     assert sent == {"type": "image_url", "image_url": {"url": url}}
+
+
+def test_accepts_is_checked_when_made_and_a_model_with_one_still_pickles() -> None:
+    import pickle
+
+    with pytest.raises(ValueError, match="media_types"):
+        Accepts(media_types="image/png")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="urls"):
+        Accepts(urls=frozenset({"video"}))
+    limits = {"image": 100}
+    accepts = Accepts(media_types=["IMAGE/*"], max_bytes=limits)  # type: ignore[arg-type]
+    limits["image"] = 1
+    assert accepts.media_types == ("image/*",)
+    assert accepts.max_bytes == {"image": 100}
+    model = pickle.loads(
+        pickle.dumps(OpenAIChatModel("gpt", base_url="http://x/v1", accepts=accepts))
+    )
+    assert model.accepts == accepts
