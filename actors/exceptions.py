@@ -12,6 +12,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     │   ├── AgentDefinitionError        an Agent spec that does not hold together
     │   ├── ToolContextReadOnlyError    a tool tried to change its (read-only) tool_context
     │   ├── UnknownRequestError         an answer for a request that is not open
+    │   ├── UnsupportedContentError     a message part the model does not take; nothing sent
     │   └── WireError                   a value that must cross to another process cannot
     ├── RunError                        a run ended without an answer; carries the partial work
     │   ├── LimitExceededError          a limit of the agent was hit
@@ -101,6 +102,7 @@ __all__ = [
     "UnexpectedModelResponse",
     "UnknownAgentError",
     "UnknownRequestError",
+    "UnsupportedContentError",
     "UsageLimitExceeded",
     "UserError",
     "WireError",
@@ -128,6 +130,41 @@ class UnknownAgentError(InvalidUpdateError):
 
 class SerializationError(UserError):
     """A serialized context that cannot be read (unknown version, missing field, bad type)."""
+
+
+class UnsupportedContentError(UserError):
+    """A request holds a part the model does not take; it was refused before anything was sent.
+
+    A kind or media type the model does not read (audio to a Claude model), a part given by
+    URL where the model wants bytes, or one past the model's size limits. Send the content
+    to a model that takes it (a `FallbackModel` tries its next model), convert it, or pass
+    the model an ``accepts=`` that says what it really takes.
+
+    Attributes:
+        model: The model's name.
+        part: The refused part, as a short description (``[audio audio/wav, 1.2 MB]``).
+        media_type: The part's media type ("" when a URL part gives none).
+        accepted: What the model takes, in words.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        model: str = "",
+        part: str = "",
+        media_type: str = "",
+        accepted: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.part = part
+        self.media_type = media_type
+        self.accepted = accepted
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes when the error crosses a process boundary (pickle).
+        args = (str(self), self.model, self.part, self.media_type, self.accepted)
+        return (type(self), args)
 
 
 class ToolDefinitionError(UserError):

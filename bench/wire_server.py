@@ -30,7 +30,18 @@ system prompt) take more than N characters of JSON is refused with ``400`` and t
 "context too long" error (OpenAI's ``context_length_exceeded``, Anthropic's "prompt is too
 long"), as a model with a small window would. ``GET /stats`` returns counters: requests,
 failures, rejections, in flight now and at most, tokens, the largest input accepted, and TCP
-connections (accepted in all, and open now).
+connections (accepted in all, and open now), and the last parts received (kind, media
+type, size and SHA-256 of the bytes).
+
+Images, audio and files are checked as a provider would (see `bench.wire_parts`): a malformed
+or truncated image, a media type or part the format does not take, a text-only message
+holding parts, is refused with ``400`` in the provider's error shape; an Anthropic request
+over 32 MB with ``413``. A body of any size is read (a 20 MB PDF arrives whole). With
+``--cache`` the server reports prompt caching as the providers do: the system prompt and
+tools of a request (for Anthropic, only when they carry ``cache_control``) count as a cached
+prefix, written the first time it is seen (Anthropic's ``cache_creation_input_tokens``) and
+read every later time (OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+``cache_read_input_tokens``). Anthropic requests stream too.
 """
 
 from __future__ import annotations
@@ -49,6 +60,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.wire_parts import Refused, Seen, check_anthropic, check_openai
+
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -64,9 +77,11 @@ class _Stats:
         self.open_connections = 0
         self.rejected = 0
         self.max_input_chars = 0
+        self.refused_content = 0
+        self.parts: list[Seen] = []  # the last parts received
         self.attempts: Counter[str] = Counter()
 
-    def as_json(self) -> dict[str, int]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
             "failures": self.failures,
@@ -78,13 +93,25 @@ class _Stats:
             "open_connections": self.open_connections,
             "rejected": self.rejected,
             "max_input_chars": self.max_input_chars,
+            "refused_content": self.refused_content,
+            "parts": [part.as_json() for part in self.parts],
         }
 
 
+_MESSAGES_JSON = "\x00messages_json"  # where a body keeps its messages' JSON, made once
+
+
+def _messages_json(body: dict[str, Any]) -> str:
+    """The request's messages as JSON text, made once per request (a 20 MB PDF is in it)."""
+    text = body.get(_MESSAGES_JSON)
+    if text is None:
+        text = body[_MESSAGES_JSON] = json.dumps(body.get("messages") or [])
+    return str(text)
+
+
 def _digest(body: dict[str, Any]) -> str:
-    key = {"messages": body.get("messages"), "system": body.get("system")}
-    key["tools"] = body.get("tools")
-    text = json.dumps(key, sort_keys=True, ensure_ascii=True)
+    key = {"system": body.get("system"), "tools": body.get("tools")}
+    text = json.dumps(key, sort_keys=True, ensure_ascii=True) + "\n" + _messages_json(body)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -125,7 +152,7 @@ def _openai_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any], in
     messages = body.get("messages") or [{}]
     last = messages[-1]
     tools = body.get("tools") or []
-    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    tokens_in = max(1, len(_messages_json(body)) // 4)
     message: dict[str, Any]
     if tools and last.get("role") != "tool":
         function = tools[0]["function"]
@@ -164,7 +191,7 @@ def _anthropic_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any],
         isinstance(part, dict) and part.get("type") == "tool_result" for part in content
     )
     tools = body.get("tools") or []
-    tokens_in = max(1, len(json.dumps(messages)) // 4)
+    tokens_in = max(1, len(_messages_json(body)) // 4)
     blocks: list[dict[str, Any]]
     if tools and not answered:
         tool = tools[0]
@@ -217,6 +244,72 @@ def _openai_stream(reply: dict[str, Any]) -> bytes:
     return "".join(lines).encode()
 
 
+def _anthropic_stream(reply: dict[str, Any]) -> bytes:
+    usage = reply["usage"]
+    start = {k: v for k, v in reply.items() if k not in ("content", "stop_reason")}
+    start = dict(start, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(reply["content"]):
+        opened: dict[str, Any]
+        if block["type"] == "text":
+            opened = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+        else:
+            opened = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opened},
+            )
+        )
+        events += [
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": reply["stop_reason"], "stop_sequence": None}
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": delta,
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+def _cache_prefix(body: dict[str, Any], openai: bool) -> tuple[str, int] | None:
+    """The cacheable prefix of a request (its system prompt and tools): digest and tokens."""
+    tools = body.get("tools") or []
+    if openai:
+        system = [m for m in body.get("messages") or () if m.get("role") in ("system", "developer")]
+    else:
+        system = body.get("system") or []
+        marked = isinstance(system, list) and any("cache_control" in b for b in system)
+        if not (marked or any("cache_control" in tool for tool in tools)):
+            return None  # Anthropic caches only up to a breakpoint
+    if not (system or tools):
+        return None
+    text = json.dumps([system, tools], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest(), max(1, len(text) // 4)
+
+
+def _error(openai: bool, message: str, status: int) -> bytes:
+    """The provider's error body for a request it refuses."""
+    if openai:
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+        return json.dumps({"error": error}).encode()
+    kind = "request_too_large" if status == 413 else "invalid_request_error"
+    return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
+
 class _Server:
     def __init__(self, args: argparse.Namespace) -> None:
         self.latency = args.latency
@@ -224,6 +317,8 @@ class _Server:
         self.fail_rate = args.fail_rate
         self.retry_after_ms = args.retry_after_ms
         self.max_input_chars = args.max_input_chars
+        self.cache = args.cache
+        self.prefixes: set[str] = set()
         self.rng = random.Random(args.seed)
         self.stats = _Stats()
 
@@ -243,7 +338,13 @@ class _Server:
                 length = int(headers.get("content-length", "0"))
                 raw = await reader.readexactly(length) if length else b""
                 status, extra, payload, kind = await self.respond(method, path, raw)
-                reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
+                reason = {
+                    200: "OK",
+                    400: "Bad Request",
+                    404: "Not Found",
+                    413: "Request Entity Too Large",
+                    429: "Too Many Requests",
+                }
                 out = [f"HTTP/1.1 {status} {reason.get(status, 'OK')}", f"Content-Type: {kind}"]
                 out += [f"{k}: {v}" for k, v in extra.items()]
                 out.append(f"Content-Length: {len(payload)}")
@@ -292,23 +393,58 @@ class _Server:
             if self.max_input_chars and size > self.max_input_chars:
                 stats.rejected += 1
                 return 400, {}, _too_long(openai, size, self.max_input_chars), json_type
+            if not openai and len(raw) > 32 * 1024 * 1024:
+                stats.refused_content += 1
+                message = f"request exceeds the maximum size of 32 MB: {len(raw)} bytes"
+                return 413, {}, _error(openai, message, 413), json_type
+            try:
+                parts = check_openai(body) if openai else check_anthropic(body)
+            except Refused as refused:
+                stats.refused_content += 1
+                return refused.status, {}, _error(openai, str(refused), refused.status), json_type
+            stats.parts = (stats.parts + parts)[-20:]
             stats.max_input_chars = max(stats.max_input_chars, size)
             if openai:
                 reply, tokens_in, tokens_out = _openai_reply(body, digest)
             else:
                 reply, tokens_in, tokens_out = _anthropic_reply(body, digest)
+            if self.cache:
+                self._report_cache(body, openai, reply, tokens_in)
             stats.input_tokens += tokens_in
             stats.output_tokens += tokens_out
-            if openai and body.get("stream"):
-                return 200, {}, _openai_stream(reply), "text/event-stream"
+            if body.get("stream"):
+                stream = _openai_stream(reply) if openai else _anthropic_stream(reply)
+                return 200, {}, stream, "text/event-stream"
             return 200, {}, json.dumps(reply).encode(), json_type
         finally:
             stats.in_flight -= 1
 
+    def _report_cache(
+        self, body: dict[str, Any], openai: bool, reply: dict[str, Any], tokens_in: int
+    ) -> None:
+        prefix = _cache_prefix(body, openai)
+        read = write = 0
+        if prefix is not None:
+            digest, tokens = prefix
+            tokens = min(tokens, tokens_in)
+            if digest in self.prefixes:
+                read = tokens
+            else:
+                self.prefixes.add(digest)
+                write = tokens
+        usage = reply["usage"]
+        if openai:
+            usage["prompt_tokens_details"] = {"cached_tokens": read}  # no writes reported
+        else:
+            # Anthropic's input_tokens leaves out what was read from or written to the cache.
+            usage["input_tokens"] = max(0, tokens_in - read - write)
+            usage["cache_read_input_tokens"] = read
+            usage["cache_creation_input_tokens"] = write
+
 
 def _input_chars(body: dict[str, Any]) -> int:
     """The size of a request's input as this server measures windows: JSON characters."""
-    size = len(json.dumps(body.get("messages") or []))
+    size = len(_messages_json(body))
     system = body.get("system")
     return size + (len(json.dumps(system)) if system else 0)
 
@@ -354,6 +490,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-input-chars", type=int, default=0, help="refuse longer inputs as too long (0: no)"
     )
+    parser.add_argument(
+        "--cache", action="store_true", help="report prompt caching of system prompts and tools"
+    )
     return parser
 
 
@@ -366,6 +505,7 @@ def serve(
     retry_after_ms: int = 20,
     seed: int = 0,
     max_input_chars: int = 0,
+    cache: bool = False,
 ) -> Iterator[str]:
     """Start a server in a child process; yield its base URL (``http://127.0.0.1:N/v1``)."""
     command = [
@@ -378,6 +518,7 @@ def serve(
         f"--retry-after-ms={retry_after_ms}",
         f"--seed={seed}",
         f"--max-input-chars={max_input_chars}",
+        *(["--cache"] if cache else []),
     ]
     env = dict(
         os.environ,
@@ -397,7 +538,7 @@ def serve(
             process.stdout.close()
 
 
-def stats(base_url: str) -> dict[str, int]:
+def stats(base_url: str) -> dict[str, Any]:
     """The server's counters (``GET /stats``)."""
     import httpx
 

@@ -230,7 +230,13 @@ class BudgetGate:
             if price is None and response.model_name:
                 price = self._price(model_name)
             if price is not None:
-                nano = nano_at(price, usage.input_tokens, usage.output_tokens)
+                nano = nano_at(
+                    price,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                )
                 if message.run_id == self._run_cost[0]:  # a late reply's run has ended
                     self._run_cost = (message.run_id, self._run_cost[1] + nano)
             spent: tuple[int, int, int, int] = (

@@ -24,7 +24,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from actors.models._anthropic import AnthropicModel
+    from actors.models._accepts import ANTHROPIC_ACCEPTS, OPENAI_ACCEPTS, Accepts
+    from actors.models._anthropic import AnthropicModel, CacheBreakpoints
     from actors.models._arguments import INVALID_ARGUMENTS_KEY
     from actors.models._auth import ApiKey, HeaderAuth, KeyResolver
     from actors.models._base import HTTPModel, StreamAssembler
@@ -50,8 +51,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "Accepts",
+    "ANTHROPIC_ACCEPTS",
     "AnthropicModel",
     "ApiKey",
+    "CacheBreakpoints",
     "CachedModel",
     "context_window_of",
     "count_tokens",
@@ -65,6 +69,7 @@ __all__ = [
     "is_provider_failure",
     "KeyResolver",
     "KNOWN_PROVIDERS",
+    "OPENAI_ACCEPTS",
     "OpenAIChatModel",
     "ProviderFactory",
     "providers",
@@ -77,6 +82,10 @@ __all__ = [
 ]
 
 _HOMES = {
+    "Accepts": "_accepts",
+    "ANTHROPIC_ACCEPTS": "_accepts",
+    "OPENAI_ACCEPTS": "_accepts",
+    "CacheBreakpoints": "_anthropic",
     "ApiKey": "_auth",
     "HeaderAuth": "_auth",
     "HTTPModel": "_base",

@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any, ClassVar, Self, cast
 
@@ -14,6 +13,7 @@ import httpx
 
 from actors._logging import get_logger
 from actors.exceptions import Cancelled, ModelError, UnexpectedModelResponse, UserError
+from actors.models._accepts import EVERYTHING, Accepts
 from actors.models._auth import ApiKey, KeyResolver, display_url
 from actors.models._errors import (
     excerpt,
@@ -23,16 +23,16 @@ from actors.models._errors import (
     status_error,
     transport_error,
 )
+from actors.models._json_body import encode_body
 from actors.models._model import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    StreamDelta,
     check_model_requests_allowed,
 )
 from actors.models._pool import HTTPPool, Lease
 from actors.models._retry import RetryableError, RetryPolicy, send_with_retries
-from actors.models._sse import ServerSentEvent, iter_sse
+from actors.models._sse import StreamAssembler, iter_sse
 from actors.models._tokens import TokenCounting
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAssembler"]
@@ -43,34 +43,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 """Connect within 10 s; then each read, write or pool wait may take 300 s (long replies)."""
 
 
-class StreamAssembler(ABC):
-    """Builds one reply from a provider's stream of events."""
-
-    @abstractmethod
-    def feed(self, event: ServerSentEvent) -> Iterable[StreamDelta]:
-        """Take one event; return the deltas it carries for ``on_delta``.
-
-        Raises:
-            UnexpectedModelResponse: The event cannot be understood.
-            RetryableError: The provider reported a passing failure inside the stream.
-            ModelError: The provider reported another failure inside the stream.
-        """
-
-    @property
-    @abstractmethod
-    def done(self) -> bool:
-        """Whether the stream's terminating event has arrived (stop reading)."""
-
-    @property
-    @abstractmethod
-    def complete(self) -> bool:
-        """Whether enough has arrived to answer (the reply's end, if not the stream's)."""
-
-    @abstractmethod
-    def response(self) -> ModelResponse:
-        """The assembled reply (only once `complete`)."""
-
-
 class HTTPModel(TokenCounting, ABC):
     """A model behind an HTTP API, sharing connections with the models that talk to its server.
 
@@ -79,10 +51,15 @@ class HTTPModel(TokenCounting, ABC):
     model request from one loop thread, so all its models share one set of connections. A
     model used from another loop later takes a lease there; `aclose` gives the lease back,
     and the last one closes the clients.
+
+    A request holding a part the model does not take (see `accepts`) is refused with
+    `UnsupportedContentError` before anything is sent. A provider class says what its models
+    take in ``default_accepts`` (`HTTPModel`'s: anything); ``accepts=`` overrides it per model.
     """
 
     provider: ClassVar[str]
     _path: ClassVar[str]
+    default_accepts: ClassVar[Accepts] = EVERYTHING
 
     def __init__(
         self,
@@ -96,7 +73,11 @@ class HTTPModel(TokenCounting, ABC):
         settings: ModelSettings | None,
         label: str,
         pool: HTTPPool | None = None,
+        accepts: Accepts | None = None,
     ) -> None:
+        if accepts is not None and not isinstance(accepts, Accepts):
+            raise UserError(f"accepts must be an Accepts, got {type(accepts).__name__}")
+        self._accepts = accepts if accepts is not None else self.default_accepts
         self._model_name = model_name
         self._base_url = base_url.rstrip("/")
         self._keys = keys
@@ -159,6 +140,11 @@ class HTTPModel(TokenCounting, ABC):
         return self._lease.pool
 
     @property
+    def accepts(self) -> Accepts:
+        """What content the model takes; a request with anything else is refused unsent."""
+        return self._accepts
+
+    @property
     def retry(self) -> RetryPolicy:
         """When failed requests are retried."""
         return self._retry
@@ -176,14 +162,19 @@ class HTTPModel(TokenCounting, ABC):
             UnexpectedModelResponse: The reply could not be understood.
             ModelError: The connection failed, after any retries.
             ModelRequestsDisabled: Real model requests are switched off.
+            UnsupportedContentError: The request holds a part the model does not take, or is
+                larger than it takes (see `accepts`); nothing was sent.
             Cancelled: ``request.cancellation`` was set; the request in flight was closed.
         """
+        # What the model takes is a property of the request, whatever the network switch says.
+        binary = self._accepts.check(request.messages, self.name)
         check_model_requests_allowed(self.name)
         request.cancellation.raise_if_cancelled()
         settings: ModelSettings = {**self._settings, **request.settings}
         stream = bool(settings.get("stream", request.on_delta is not None))
         key = self._keys.resolve()
-        content = _encode(self._body(request, settings, stream))
+        content = encode_body(self._body(request, settings, stream), splice=binary > 0)
+        self._accepts.check_size(len(content), self.name)
         timeout = self._timeout
         if "timeout" in settings:
             timeout = httpx.Timeout(settings["timeout"])
@@ -389,11 +380,3 @@ class HTTPModel(TokenCounting, ABC):
             raise RetryableError(error)
         with malformed(self.name):
             return assembler.response()
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    """The body as JSON, once for every attempt; what cannot be JSON is the caller's mistake."""
-    try:
-        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"the request cannot be sent as JSON: {exc}") from exc

@@ -15,6 +15,9 @@ so the digest of the transcript so far is kept, and the next request hashes only
 added since: a step costs what its new messages cost, not the whole transcript. Other
 sequences of messages (after history processors, or built by hand) are hashed whole, with
 each message's text remembered by object. Both ways give the same key.
+
+A part with binary content (an image, a 20 MB PDF) is keyed by its SHA-256, not its base64:
+the remembered texts stay small, and a key costs one hash of the content per part object.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from actors.context._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from actors.context._parts import BinaryPart
 from actors.models._model import ModelRequest, ToolDefinition
 
 __all__ = ["KEY_VERSION", "remember", "request_key"]
@@ -88,6 +92,9 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
     # Fields in the order the message classes declare them; tool arguments in the order the
     # model gave them (a replayed reply gives them in that order again). The serializer's
     # bytes as they are (`model_dump_json` decodes them to text, which was encoded again).
+    content = message.content
+    if type(content) is tuple and any(getattr(part, "data", None) for part in content):
+        return message, _with_digests(message, exclude), ids
     serializer = kind.__pydantic_serializer__
     try:
         if exclude is None:  # no `exclude=None` either: passing it costs as much as the dump
@@ -102,6 +109,18 @@ def _canonical(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:
             separators=(",", ":"),
         )
         return message, text.encode(), ids
+
+
+def _with_digests(message: Message, exclude: Any) -> bytes:
+    """The message's JSON with each part's base64 content replaced by its SHA-256."""
+    dumped = message.model_dump(mode="python", exclude=exclude)  # strings by reference
+    parts = message.content
+    assert isinstance(parts, tuple)
+    dumped["content"] = [
+        {**data, "data": "sha256:" + part.sha256} if isinstance(part, BinaryPart) else data
+        for part, data in zip(parts, dumped["content"], strict=True)
+    ]
+    return _dumps(clean_json(dumped)).encode("utf-8", "surrogatepass")
 
 
 def _remembered(message: Message) -> tuple[Message, bytes, tuple[str, ...]]:

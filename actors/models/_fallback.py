@@ -15,6 +15,7 @@ from actors.exceptions import (
     ModelFallbackError,
     ModelHTTPError,
     ModelRequestsDisabled,
+    UnsupportedContentError,
     UserError,
 )
 from actors.models._model import (
@@ -67,6 +68,12 @@ class FallbackModel:
     have already seen part of its answer, so its error goes to the run. A cancelled run is
     never passed on.
 
+    A model that does not take the request's content (an image to a text-only model, audio to
+    Claude) refuses it before sending with `UnsupportedContentError`; the next model is then
+    tried whatever ``fallback_on`` says, and the switch is recorded like any other. When no
+    model takes the content, the request fails with `UnsupportedContentError`, naming what
+    each refused.
+
     Args:
         primary: The model to ask first: a `Model`, or a string for `infer_model`.
         *others: The models to fall back to, in order.
@@ -109,6 +116,7 @@ class FallbackModel:
                 a way the next one should not be tried for (its error is the ``__cause__``).
             ModelError: The first model failed in a way no other model should be tried for:
                 its own error, unchanged.
+            UnsupportedContentError: No model takes the request's content; none was asked.
             Cancelled: The run was cancelled.
         """
         switches: list[ModelFallback] = []
@@ -131,7 +139,13 @@ class FallbackModel:
             except Exception as error:
                 failures.append((model.name, error))
                 last = position == len(self._models) - 1
-                if last or streamed or request.cancellation.cancelled or not self._wants(error):
+                refused = isinstance(error, UnsupportedContentError)  # nothing was sent
+                if last and all(isinstance(e, UnsupportedContentError) for _, e in failures):
+                    if len(failures) == 1:
+                        raise
+                    raise _refused_by_all(failures) from error
+                wanted = refused or self._wants(error)
+                if last or streamed or request.cancellation.cancelled or not wanted:
                     if not switches:
                         raise  # nothing was tried instead: the model's own error, as it is
                     raise self._exhausted(failures, last=last) from error
@@ -182,6 +196,19 @@ class FallbackModel:
 
     def __repr__(self) -> str:
         return f"FallbackModel({', '.join(repr(model) for model in self._models)})"
+
+
+def _refused_by_all(failures: list[tuple[str, BaseException]]) -> UnsupportedContentError:
+    first = failures[0][1]
+    assert isinstance(first, UnsupportedContentError)
+    reasons = "; ".join(f"{error}" for _, error in failures)
+    return UnsupportedContentError(
+        f"no model takes the request's content: {reasons}",
+        ",".join(name for name, _ in failures),
+        first.part,
+        first.media_type,
+        first.accepted,
+    )
 
 
 def _resolve(model: Model | str) -> Model:

@@ -3,6 +3,8 @@
 Wire shapes follow the OpenAI API reference for ``POST /chat/completions``: the request body,
 the ``chat.completion`` object, and the ``chat.completion.chunk`` objects of a stream that
 ends with ``data: [DONE]``.
+
+Messages with images, audio and files: see `actors.models._openai_messages`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import httpx
 
 from actors.context._messages import (
     AssistantMessage,
-    Message,
-    SystemMessage,
     ToolCall,
-    ToolResultMessage,
-    UserMessage,
 )
 from actors.context._parts import TextPart
 from actors.context._usage import Usage
-from actors.exceptions import ModelHTTPError, UnexpectedModelResponse, UserError
-from actors.models._arguments import INVALID_ARGUMENTS_KEY, parse_arguments
+from actors.exceptions import (
+    ModelHTTPError,
+    UnexpectedModelResponse,
+    UserError,
+)
+from actors.models._accepts import OPENAI_ACCEPTS, Accepts
+from actors.models._arguments import parse_arguments
 from actors.models._auth import ApiKey, ApiKeySource, HeaderAuth, KeyResolver
 from actors.models._base import HTTPModel, StreamAssembler
 from actors.models._errors import excerpt
@@ -39,6 +42,7 @@ from actors.models._model import (
     ToolDefinition,
 )
 from actors.models._native import native_mode, native_schema, unwrap_text
+from actors.models._openai_messages import openai_messages
 from actors.models._pool import HTTPPool
 from actors.models._retry import RetryableError, RetryPolicy
 from actors.models._sse import ServerSentEvent
@@ -78,6 +82,11 @@ class OpenAIChatModel(HTTPModel):
         max_tokens_field: The body field for ``settings["max_tokens"]``. Default:
             ``"max_completion_tokens"`` for api.openai.com (its reasoning models refuse the
             old field), ``"max_tokens"`` for other servers (many know only that one).
+        accepts: What content the model takes (default `OPENAI_ACCEPTS`: PNG, JPEG, GIF
+            and WebP images up to 20 MB, also by URL; wav and mp3 audio; PDFs up to 32 MB;
+            text documents). A part outside it is refused before sending with
+            `UnsupportedContentError`. Give a narrower one for a server that reads less (a
+            text-only vLLM model: ``Accepts(media_types=())``).
 
     Example:
         >>> model = OpenAIChatModel("gpt-4o-mini")
@@ -87,6 +96,7 @@ class OpenAIChatModel(HTTPModel):
 
     provider: ClassVar[str] = "openai"
     _path: ClassVar[str] = "/chat/completions"
+    default_accepts: ClassVar[Accepts] = OPENAI_ACCEPTS
 
     def __init__(
         self,
@@ -101,6 +111,7 @@ class OpenAIChatModel(HTTPModel):
         settings: ModelSettings | None = None,
         provider: str = "openai",
         max_tokens_field: str | None = None,
+        accepts: Accepts | None = None,
     ) -> None:
         if base_url is None:
             url = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_BASE_URL
@@ -118,6 +129,7 @@ class OpenAIChatModel(HTTPModel):
             retry=retry,
             settings=settings,
             label=provider,
+            accepts=accepts,
         )
         if max_tokens_field is None:
             official = httpx.URL(self.base_url).host == "api.openai.com"
@@ -157,7 +169,7 @@ class OpenAIChatModel(HTTPModel):
     def _body(self, request: ModelRequest, settings: ModelSettings, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [_message(message) for message in request.messages],
+            "messages": openai_messages(request.messages, self.name),
         }
         native = native_mode(request, settings)
         if request.tools:
@@ -226,35 +238,6 @@ class OpenAIChatModel(HTTPModel):
         )
 
 
-def _message(message: Message) -> dict[str, Any]:
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "content": message.content}
-    if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
-    if isinstance(message, ToolResultMessage):
-        # Chat Completions has no error flag on tool results; the content says what failed.
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": arguments_text(call)},
-            }
-            for call in message.tool_calls
-        ]
-    return out
-
-
-def arguments_text(call: ToolCall) -> str:
-    """A call's arguments as JSON text; bad text the model wrote goes back as it was."""
-    raw = call.arguments.get(INVALID_ARGUMENTS_KEY)
-    if isinstance(raw, str) and len(call.arguments) == 1:
-        return raw
-    return json.dumps(call.arguments, ensure_ascii=False)
-
-
 def _tool(tool: ToolDefinition, native: bool = False) -> dict[str, Any]:
     function: dict[str, Any] = {
         "name": tool.name,
@@ -296,10 +279,13 @@ def _text(content: Any) -> str:
 def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         return Usage(requests=1)
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return Usage(
         requests=1,
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
+        cache_read_tokens=int(cached or 0),  # part of prompt_tokens
     )
 
 

@@ -10,10 +10,13 @@ no provider here resumes a stream.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 
-__all__ = ["ServerSentEvent", "iter_lines", "iter_sse"]
+from actors.models._model import ModelResponse, StreamDelta
+
+__all__ = ["ServerSentEvent", "StreamAssembler", "iter_lines", "iter_sse"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -64,3 +67,31 @@ async def iter_sse(chunks: AsyncIterable[str]) -> AsyncIterator[ServerSentEvent]
     # A stream may end without the blank line after its last event.
     if data:
         yield ServerSentEvent(event or "message", "\n".join(data))
+
+
+class StreamAssembler(ABC):
+    """Builds one reply from a provider's stream of events."""
+
+    @abstractmethod
+    def feed(self, event: ServerSentEvent) -> Iterable[StreamDelta]:
+        """Take one event; return the deltas it carries for ``on_delta``.
+
+        Raises:
+            UnexpectedModelResponse: The event cannot be understood.
+            RetryableError: The provider reported a passing failure inside the stream.
+            ModelError: The provider reported another failure inside the stream.
+        """
+
+    @property
+    @abstractmethod
+    def done(self) -> bool:
+        """Whether the stream's terminating event has arrived (stop reading)."""
+
+    @property
+    @abstractmethod
+    def complete(self) -> bool:
+        """Whether enough has arrived to answer (the reply's end, if not the stream's)."""
+
+    @abstractmethod
+    def response(self) -> ModelResponse:
+        """The assembled reply (only once `complete`)."""

@@ -262,3 +262,21 @@ def test_tree_usage_reports_what_the_tree_cost_as_the_budget_priced_it() -> None
     plain = SyncDriver(Agent("a", model=ScriptedModel(["ok"]), budget=Budget(requests=2)))
     assert plain.run("hi").usage.cost is None
     assert SyncDriver(Agent("a", model=ScriptedModel(["ok"]))).run("hi").usage.cost is None
+
+
+def test_a_budget_prices_cached_input_at_the_cache_rate() -> None:
+    from actors import ModelRequest, ModelResponse, Usage
+    from actors.context._messages import AssistantMessage
+
+    class Cached:
+        name = "cached"
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            usage = Usage(requests=1, input_tokens=1000, output_tokens=10, cache_read_tokens=800)
+            return ModelResponse(message=AssistantMessage(content="ok"), usage=usage)
+
+    price = Price(input=Decimal(1), output=Decimal(2), cache_read=Decimal("0.1"))
+    agent = Agent("a", model=Cached(), budget=Budget(prices={"cached": price}))
+    result = SyncDriver(agent).run("hi")
+    # 200 plain input tokens at $1/M, 800 cached at $0.1/M, 10 out at $2/M.
+    assert result.usage.cost == Decimal("0.0003")

@@ -86,3 +86,23 @@ def test_docstring_examples() -> None:
     result = doctest.testmod(actors.context._usage, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_cache_counts_add_up_and_stay_out_of_dumps_when_zero() -> None:
+    plain = Usage(requests=1, input_tokens=10, output_tokens=2)
+    # A usage without caching dumps as it always did: old logs and scripted runs unchanged.
+    assert plain.model_dump() == {
+        "requests": 1,
+        "input_tokens": 10,
+        "output_tokens": 2,
+        "tool_calls": 0,
+    }
+    assert repr(plain) == "Usage(requests=1, input_tokens=10, output_tokens=2, tool_calls=0)"
+    cached = Usage(requests=1, input_tokens=100, cache_read_tokens=80, cache_write_tokens=5)
+    total = plain + cached + cached
+    assert total.cache_read_tokens == 160
+    assert total.cache_write_tokens == 10
+    assert total.input_tokens == 210
+    assert total.model_dump()["cache_read_tokens"] == 160
+    assert Usage.model_validate_json(total.model_dump_json()) == total
+    assert "cache_read_tokens=160, cache_write_tokens=10" in repr(total)

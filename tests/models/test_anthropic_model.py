@@ -210,7 +210,14 @@ def test_request_body_headers_and_turns() -> None:
     assert recorder.body == {
         "model": "claude-sonnet-4-5",
         "max_tokens": 4096,
-        "system": "Be brief.\n\nAnswer in French.",
+        # Cache breakpoints by default: the system prompt and the last tool.
+        "system": [
+            {
+                "type": "text",
+                "text": "Be brief.\n\nAnswer in French.",
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Rome?"}]},
             {
@@ -251,6 +258,7 @@ def test_request_body_headers_and_turns() -> None:
                 "name": "get_weather",
                 "description": "Weather of a city.",
                 "input_schema": WEATHER.parameters,
+                "cache_control": {"type": "ephemeral"},
             }
         ],
         "temperature": 0.3,
@@ -304,8 +312,14 @@ def test_reply_with_text_tool_use_and_usage() -> None:
             ),
         ),
     )
-    # Cached input counts as input.
-    assert response.usage == Usage(requests=1, input_tokens=582, output_tokens=91)
+    # Cached input counts as input, and the cache's share of it is told apart.
+    assert response.usage == Usage(
+        requests=1,
+        input_tokens=582,
+        output_tokens=91,
+        cache_read_tokens=100,
+        cache_write_tokens=10,
+    )
     assert response.finish_reason == "tool_calls"
     assert response.model_name == "claude-sonnet-4-5-20250929"
 

@@ -391,3 +391,22 @@ def test_a_reply_text_is_read_once_and_shared(tmp_path: Path) -> None:
     assert one is two
     assert player.hits == 2
     player.close()
+
+
+def test_a_part_is_keyed_by_its_hash_not_its_bytes() -> None:
+    from actors import DocumentPart
+    from actors.models import _cache_key
+
+    pdf = b"%PDF-1.4\n" + b"x" * 2_000_000
+
+    def request(data: bytes) -> ModelRequest:
+        part = DocumentPart(data=data, media_type="application/pdf", name="a.pdf")
+        return ModelRequest(messages=(UserMessage(content=("Read it.", part)),))
+
+    first = request(pdf)
+    key = request_key(first, "m")
+    assert request_key(request(pdf), "m") == key  # equal content, other objects
+    assert request_key(request(pdf + b"y"), "m") != key
+    text = _cache_key._messages[id(first.messages[0])][1]
+    assert len(text) < 1000  # the memo holds the digest, not 2.7 MB of base64
+    assert first.messages[0].content[1].sha256.encode() in text  # type: ignore[union-attr]

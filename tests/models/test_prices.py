@@ -89,3 +89,48 @@ def test_genai_prices_when_installed_knows_a_common_model() -> None:
     assert price is not None
     assert price.input > 0
     assert price.output > price.input
+
+
+def test_cached_input_is_priced_at_the_cache_rates() -> None:
+    price = Price(
+        input=Decimal(3), output=Decimal(15), cache_read=Decimal("0.3"), cache_write=Decimal("3.75")
+    )
+    # 1,000 input tokens: 800 read from the cache, 100 written to it, 100 plain.
+    assert price.cost(1000, 10, cache_read_tokens=800, cache_write_tokens=100) == Decimal(
+        "0.001065"
+    )
+    assert nano_cost(price, 1000, 10, 800, 100) == 1_065_000
+    assert nano_cost(price, 1000, 10) == 3_150_000  # nothing cached: all at the input rate
+    # Without cache rates, cached tokens cost what input costs.
+    assert nano_cost(MINI, 1000, 500, 800, 100) == nano_cost(MINI, 1000, 500)
+    # A report with more cached than input tokens never prices below zero.
+    assert nano_cost(price, 10, 0, 800, 0) == 3_000  # 10 tokens at $0.3 a million
+
+
+def test_genai_prices_gives_the_cache_rates_it_knows(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("genai_prices")
+
+    class Usage:
+        def __init__(self, **tokens: int) -> None:
+            self.tokens = tokens
+
+    def calc_price(usage: Any, model_ref: str, *, provider_id: str | None = None) -> Any:
+        t = usage.tokens
+        read, write = t.get("cache_read_tokens", 0), t.get("cache_write_tokens", 0)
+        plain = t.get("input_tokens", 0) - read - write
+        total = Decimal(3) * plain + Decimal("0.3") * read + Decimal("3.75") * write
+        return _Calculation((total + Decimal(15) * t.get("output_tokens", 0)) / 1_000_000)
+
+    module.Usage = Usage  # type: ignore[attr-defined]
+    module.calc_price = calc_price  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "genai_prices", module)
+    _prices._known_price.cache_clear()
+    try:
+        assert price_of("anthropic:claude-y") == Price(
+            input=Decimal(3),
+            output=Decimal(15),
+            cache_read=Decimal("0.3"),
+            cache_write=Decimal("3.75"),
+        )
+    finally:
+        _prices._known_price.cache_clear()
