@@ -386,7 +386,8 @@ def test_a_file_part_that_is_not_what_it_claims_is_refused(served: str) -> None:
     task = _send_parts(served, parts)[-1].task
     assert task.status.state == TaskState.TASK_STATE_FAILED
     said = task.status.message.parts[0].text
-    assert "invalid_content" in said and "not a PNG" in said
+    assert "invalid_content" in said
+    assert "not a PNG" in said
     with httpx.Client(base_url=served, timeout=30) as http:
         transcript = http.get(f"/sessions/{task.context_id}/transcript").json()
     assert transcript["messages"] == []  # nothing entered the session
