@@ -167,6 +167,7 @@ class AgentContext:
         # Usage is summed as four counts and built as a `Usage` when read (a hot path: every
         # model reply and tool call adds to it).
         self._used = (0, 0, 0, 0)  # requests, input tokens, output tokens, tool calls
+        self._cached = (0, 0)  # input tokens read from and written to a provider's cache
         self._usage: Usage | None = Usage()
         self._iteration = 0
         self._needs_response = False
@@ -299,7 +300,11 @@ class AgentContext:
         """Everything this agent consumed, over all its runs."""
         usage = self._usage
         if usage is None:
-            usage = self._usage = usage_of(*self._used)
+            cached = self._cached
+            if cached[0] or cached[1]:
+                usage = self._usage = usage_of(*self._used, None, *cached)
+            else:
+                usage = self._usage = usage_of(*self._used)
         return usage
 
     @property
@@ -486,6 +491,12 @@ class AgentContext:
                 tokens_out + usage.output_tokens,
                 calls + usage.tool_calls,
             )
+            if usage.cache_read_tokens or usage.cache_write_tokens:
+                read, written = self._cached
+                self._cached = (
+                    read + usage.cache_read_tokens,
+                    written + usage.cache_write_tokens,
+                )
             self._usage = None
         elif kind == "tool_call":
             requests, tokens_in, tokens_out, calls = self._used
@@ -669,7 +680,8 @@ class AgentContext:
             usage.output_tokens,
             usage.tool_calls,
         )
-        if not (requests or tokens_in or tokens_out or calls):
+        read, written = usage.cache_read_tokens, usage.cache_write_tokens
+        if not (requests or tokens_in or tokens_out or calls or read or written):
             return None
         # The data is what ``usage.model_dump()`` gives, built directly (a hot path).
         data = {
@@ -678,6 +690,10 @@ class AgentContext:
             "output_tokens": tokens_out,
             "tool_calls": calls,
         }
+        if read:
+            data["cache_read_tokens"] = read
+        if written:
+            data["cache_write_tokens"] = written
         return self._append("usage", data, usage=usage)
 
     def log_event(self, event_type: str, data: Mapping[str, Any] | None = None) -> Event | None:

@@ -28,7 +28,6 @@ from actors.context._agent_context import AgentContext, _data_of, _message_of
 from actors.context._events import Clock, Event, is_known_type, system_clock
 from actors.context._json import MAX_WRAPPED_DEPTH, json_copy
 from actors.context._payloads import PayloadError, check_payload
-from actors.context._usage import usage_of
 
 __all__ = ["SNAPSHOT_VERSION", "event_digest", "from_snapshot", "take_snapshot"]
 
@@ -71,7 +70,7 @@ def take_snapshot(ctx: AgentContext) -> dict[str, Any]:
         "created": [t.isoformat() for t in ctx._created],
         "seqs": list(ctx._seqs),
         "metadata": json_copy(ctx._metadata, max_depth=MAX_WRAPPED_DEPTH),
-        "used": [requests, tokens_in, tokens_out, calls],
+        "used": [requests, tokens_in, tokens_out, calls, *_cached(ctx)],
         "iteration": ctx._iteration,
         "needs_response": ctx._needs_response,
         "run_id": ctx._run_id,
@@ -172,12 +171,13 @@ def _build(
     if not isinstance(spawned, dict):
         raise _Unfit("its children are not an object")
     used = tuple(int(n) for n in snap["used"])
-    if len(used) != 4:
+    if len(used) not in (4, 6):
         raise _Unfit("its usage is malformed")
     ctx._messages, ctx._created, ctx._seqs = messages, created, seqs
     ctx._metadata = metadata
     ctx._used = (used[0], used[1], used[2], used[3])
-    ctx._usage = usage_of(*ctx._used)
+    ctx._cached = (used[4], used[5]) if len(used) == 6 else (0, 0)
+    ctx._usage = None  # built from the counts when asked
     ctx._iteration = int(snap["iteration"])
     ctx._needs_response = bool(snap["needs_response"])
     ctx._run_id = _optional_str(snap["run_id"])
@@ -208,3 +208,9 @@ def _optional_str(value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise _Unfit(f"{value!r} is not a string")
     return value
+
+
+def _cached(ctx: AgentContext) -> tuple[int, ...]:
+    """The cache counts, when there are any (a snapshot without them reads as before)."""
+    read, written = ctx._cached
+    return (read, written) if read or written else ()

@@ -368,6 +368,9 @@ class AgentLoop(
             now.input_tokens - start.input_tokens,
             now.output_tokens - start.output_tokens,
             now.tool_calls - start.tool_calls,
+            None,
+            now.cache_read_tokens - start.cache_read_tokens,
+            now.cache_write_tokens - start.cache_write_tokens,
         )
         if self._budget is not None:  # what its requests cost, as the budget priced them
             return self._budget.priced(usage, self._run.run_id)

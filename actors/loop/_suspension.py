@@ -87,15 +87,18 @@ class SuspensionMixin(_LoopCore):
         start = max(ctx._turn_seq, 0)  # the last turn_start (folded: no event is read)
         # What was used before the run: the whole fold less the run's own events.
         requests, tokens_in, tokens_out, calls = ctx._used
+        read, written = ctx._cached
         for event in ctx.events_since(start):
             if event.type == "usage":
                 requests -= event.data.get("requests", 0)
                 tokens_in -= event.data.get("input_tokens", 0)
                 tokens_out -= event.data.get("output_tokens", 0)
                 calls -= event.data.get("tool_calls", 0)
+                read -= event.data.get("cache_read_tokens", 0)
+                written -= event.data.get("cache_write_tokens", 0)
             elif event.type == "tool_call":
                 calls -= 1
-        usage = usage_of(requests, tokens_in, tokens_out, calls)
+        usage = usage_of(requests, tokens_in, tokens_out, calls, None, read, written)
         run = _Run(run_id, None, CancellationToken(), usage, start)
         run.steering.extend(undelivered(ctx, start))
         return run

@@ -124,11 +124,13 @@ def _request_header(spans: AgentSpans, data: dict[str, Any], at: int, _: object)
 
 
 def _usage(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> None:
-    tokens = [data.get("input_tokens"), data.get("output_tokens")]
-    counts = [n if isinstance(n, int) else 0 for n in tokens]
-    spans.usage = [spans.usage[0] + counts[0], spans.usage[1] + counts[1]]
+    names = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    counts = [n if isinstance(n := data.get(name), int) else 0 for name in names]
+    spans.usage = [have + more for have, more in zip(spans.usage, counts, strict=True)]
     if spans.chat is not None:  # set when the request ends
-        spans.chat_usage = [spans.chat_usage[0] + counts[0], spans.chat_usage[1] + counts[1]]
+        spans.chat_usage = [
+            have + more for have, more in zip(spans.chat_usage, counts, strict=True)
+        ]
 
 
 def _step_end(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> None:
@@ -139,7 +141,7 @@ def _step_end(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> No
         chat = spans.open_chat(at, _text(data.get("model")) or None, None)
     attributes: dict[str, Any] = {}
     if any(spans.chat_usage):
-        attributes[sc.USAGE_INPUT], attributes[sc.USAGE_OUTPUT] = spans.chat_usage
+        attributes.update(sc.usage_attributes(spans.chat_usage))
     if reason := _text(data.get("finish_reason")):
         attributes[sc.RESPONSE_FINISH_REASONS] = [reason]
     if model := _text(data.get("model")):

@@ -36,10 +36,13 @@ __all__ = [
     "TOOL_NAME",
     "TOOL_RESULT",
     "TOOL_TYPE",
+    "USAGE_CACHE_READ",
+    "USAGE_CACHE_WRITE",
     "USAGE_INPUT",
     "USAGE_OUTPUT",
     "model_and_provider",
     "tool_error_type",
+    "usage_attributes",
 ]
 
 OPERATION: Final = "gen_ai.operation.name"
@@ -52,6 +55,8 @@ RESPONSE_MODEL: Final = "gen_ai.response.model"
 RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 USAGE_INPUT: Final = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT: Final = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ: Final = "gen_ai.usage.cache_read.input_tokens"
+USAGE_CACHE_WRITE: Final = "gen_ai.usage.cache_creation.input_tokens"
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
@@ -108,3 +113,16 @@ def tool_error_type(content: str) -> str:
         return "cancelled"
     match = _EXCEPTION_NAME.match(content)
     return match.group(1) if match else "_OTHER"
+
+
+def usage_attributes(counts: list[int]) -> dict[str, int]:
+    """The usage attributes of ``[input, output, cache read, cache write]`` tokens.
+
+    Input and output are always set; the cache counts only when a provider reported them.
+    """
+    attributes = {USAGE_INPUT: counts[0], USAGE_OUTPUT: counts[1]}
+    if counts[2]:
+        attributes[USAGE_CACHE_READ] = counts[2]
+    if counts[3]:
+        attributes[USAGE_CACHE_WRITE] = counts[3]
+    return attributes

@@ -134,12 +134,12 @@ class AgentSpans:
         self.run_id: str | None = None
         self.prompt_seen = False
         self.output: dict[str, Any] | None = None
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0, 0]
         self.model: tuple[str, str | None] | None = None
         self.error: tuple[str, str] | None = None
         self.cancel_reason = ""
         self.chat: _Open | None = None
-        self.chat_usage = [0, 0]
+        self.chat_usage = [0, 0, 0, 0]
         self.step_start: int | None = None
         self.calls: dict[str, _Open] = {}
         self.child_calls: dict[str, str] = {}  # subagent call's child id -> call id
@@ -194,7 +194,7 @@ class AgentSpans:
         self.run_id = run_id
         self.prompt_seen = continued
         self.output, self.error, self.cancel_reason = None, None, ""
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0, 0]
         self.model = None
 
     def ensure_run(self, at: int) -> _Open:
@@ -217,8 +217,7 @@ class AgentSpans:
         span = run.span
         attributes: dict[str, Any] = {
             sc.ACTORS_RUN_OUTCOME: outcome,
-            sc.USAGE_INPUT: self.usage[0],
-            sc.USAGE_OUTPUT: self.usage[1],
+            **sc.usage_attributes(self.usage),
         }
         if self.model is not None:
             attributes[sc.REQUEST_MODEL] = self.model[0]
@@ -284,7 +283,7 @@ class AgentSpans:
             name, context=run.context, kind=SpanKind.CLIENT, attributes=attributes, start_time=start
         )
         self.chat = _Open(span, start, run.context)
-        self.chat_usage = [0, 0]
+        self.chat_usage = [0, 0, 0, 0]
         return self.chat
 
     def end_chat(self, at: int, status: Status | None, error_type: str | None) -> None:

@@ -157,3 +157,21 @@ def test_the_sync_driver_makes_the_same_spans(spans: Spans) -> None:
         driver.run("Research.")
     root = spans.one("invoke_agent lead")
     assert spans.outline(root) == TEAM_OUTLINE
+
+
+def test_cached_input_tokens_are_span_attributes(spans: Spans) -> None:
+    from actors import Agent, AssistantMessage, ModelResponse, Usage
+    from actors.testing import FunctionModel
+
+    def reply(messages: object, tools: object) -> ModelResponse:
+        usage = Usage(requests=1, input_tokens=90, output_tokens=4, cache_read_tokens=64)
+        return ModelResponse(AssistantMessage(content="ok"), usage)
+
+    with Runtime() as runtime:
+        runtime.spawn(Agent("cacher", model=FunctionModel(reply, name="fn"))).run("hi")
+    run = spans.one("invoke_agent cacher")
+    assert attrs(run)["gen_ai.usage.cache_read.input_tokens"] == 64
+    assert "gen_ai.usage.cache_creation.input_tokens" not in attrs(run)
+    (chat,) = [s for s in spans.children(run) if s.name == "chat fn"]
+    assert attrs(chat)["gen_ai.usage.cache_read.input_tokens"] == 64
+    assert attrs(chat)["gen_ai.usage.input_tokens"] == 90
