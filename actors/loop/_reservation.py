@@ -187,7 +187,9 @@ class BudgetGate:
         nano = 0
         price = self._price(model.name)
         if price is not None:
-            nano = nano_at(price, input_tokens, output_tokens)
+            # Worst case: every input token written to a prompt cache, where that costs more.
+            writes = input_tokens if price[3] > price[0] else 0
+            nano = nano_at(price, input_tokens, output_tokens, 0, writes)
         else:
             self._unpriced = True
         if price is None and ledger.in_dollars:

@@ -280,3 +280,29 @@ def test_a_budget_prices_cached_input_at_the_cache_rate() -> None:
     result = SyncDriver(agent).run("hi")
     # 200 plain input tokens at $1/M, 800 cached at $0.1/M, 10 out at $2/M.
     assert result.usage.cost == Decimal("0.0003")
+
+
+def test_a_reservation_covers_cache_writes_priced_above_the_input_rate() -> None:
+    """Anthropic bills a cache write at 1.25x input: the worst case reserves for it."""
+    from actors import ModelRequest, ModelResponse, Usage
+    from actors.context._messages import AssistantMessage
+    from actors.exceptions import BudgetExceeded
+
+    class Writing:
+        name = "writing"
+
+        def __init__(self) -> None:
+            self.sent = 0
+
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            self.sent += 1  # every input token written to the cache, as a first request may
+            usage = Usage(requests=1, input_tokens=1000, output_tokens=0, cache_write_tokens=1000)
+            return ModelResponse(message=AssistantMessage(content="ok"), usage=usage)
+
+    price = Price(input=Decimal(1), output=Decimal(1), cache_write=Decimal("1.25"))
+    model = Writing()
+    # ~1,005 input tokens: $0.001005 at the input rate fits, $0.00125 written to the cache not.
+    budget = Budget(usd=Decimal("0.0012"), max_tokens=1, prices={"writing": price})
+    with pytest.raises(BudgetExceeded, match="nothing was sent"):
+        SyncDriver(Agent("a", model=model, budget=budget)).run("x" * 4000)
+    assert model.sent == 0
