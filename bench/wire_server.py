@@ -17,7 +17,8 @@ one and yields its base URL::
 Replies are a pure function of the request body (its messages and tools), so the same request
 always gets the same reply, whatever order the replies go back in:
 
-- a request that offers tools and whose last message is not a tool result calls the first tool,
+- a request that offers tools and whose last message is not a tool result (or the attachments
+  that follow one) calls the first tool,
   with arguments made from its schema (an ``enum`` gives one of its values, picked by the
   request's digest; a string gives a word of the digest; numbers, booleans and arrays simple
   values);
@@ -154,7 +155,12 @@ def _openai_reply(body: dict[str, Any], digest: str) -> tuple[dict[str, Any], in
     tools = body.get("tools") or []
     tokens_in = max(1, len(_messages_json(body)) // 4)
     message: dict[str, Any]
-    if tools and last.get("role") != "tool":
+    # A tool's result is the last message, or followed by the user message that carries its
+    # attachments (tool messages take text only): either way the tool was answered.
+    answered = last.get("role") == "tool" or (
+        len(messages) > 1 and last.get("role") == "user" and messages[-2].get("role") == "tool"
+    )
+    if tools and not answered:
         function = tools[0]["function"]
         arguments = _arguments(function.get("parameters", {}), digest)
         call = {
