@@ -30,6 +30,7 @@ from pydantic import (
 from actors.context._events import COMPACTED, REPLACE, SURFACE_TYPES
 from actors.context._json import MAX_WRAPPED_DEPTH, depth_exceeds
 from actors.context._messages import Message, ToolCall, message_adapter
+from actors.context._parts import Part
 from actors.context._suspension import Request
 from actors.context._update import ContextUpdate
 from actors.context._usage import Usage
@@ -94,7 +95,12 @@ class _Resumed(_Payload):
 
 
 class _Steered(_Payload):
-    content: StrictStr | list[dict[str, Any]]
+    content: StrictStr | tuple[Part, ...]  # text, or parts' JSON: read back into a message
+
+
+class _MessageReceived(_Payload):
+    sender: StrictStr = Field(alias="from")
+    content: StrictStr | tuple[Part, ...]
 
 
 class _Amount(_Payload):
@@ -143,6 +149,7 @@ _SHAPES: dict[str, type[_Payload]] = {
     "suspended": _Suspended,
     "resumed": _Resumed,
     "steered": _Steered,
+    "message_received": _MessageReceived,
     "budget_set": _BudgetSet,
     "budget_reserved": _BudgetReserved,
     "budget_settled": _BudgetSettled,
