@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from actors.exceptions import UserError
+from actors.store._pg_budgets import budget_tables
 
 __all__ = ["SCHEMA_VERSION", "Statements", "lock_key", "migrations", "quote_ident"]
 
@@ -154,7 +155,8 @@ def migrations(schema: str) -> list[list[str]]:
         f"CREATE INDEX forks_base ON {s}.forks (base_session)",
         _append_function(s, forks=True),
     ]
-    return [create_v1, snapshots_v2, forks_v3]
+    # Version 4: budgets shared by processes (`BudgetStore`, see `_pg_budgets`).
+    return [create_v1, snapshots_v2, forks_v3, budget_tables(s)]
 
 
 def _append_function(s: str, *, forks: bool = False) -> str:
