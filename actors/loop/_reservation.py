@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import secrets
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -98,8 +99,9 @@ class BudgetGate:
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
         self.ctx = ctx
-        # (run, step) of each request in flight: what it reserved, and its model's name
-        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
+        # (run, step) of each request in flight: what it reserved, its model's name, and its
+        # hold in the store of a shared budget (None when nothing is shared)
+        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str, str | None]] = {}
         self._rates = ledger.rates  # by model name, looked up once for the tree
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
@@ -194,10 +196,23 @@ class BudgetGate:
                 "install genai-prices (pip install 'actors[prices]')"
             )
         amount = (1, input_tokens, output_tokens, nano)
-        problem = ledger.reserve(amount)
+        hold = None
+        if ledger.stored:  # a shared budget: held in its store too, under a name of its own
+            hold = f"{self.ctx.agent_id}/{run_id}/{step}/{secrets.token_hex(6)}"
+            try:
+                problem = ledger.reserve_held(amount, hold)
+            except Exception as exc:
+                failure = RunFailedError(
+                    f"agent {self.ctx.agent_id!r}: its shared budget's store could not "
+                    f"reserve this request ({type(exc).__name__}: {exc}); nothing was sent"
+                )
+                failure.__cause__ = exc
+                return failure
+        else:
+            problem = ledger.reserve(amount)
         if problem is not None:
             return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
-        self.open[run_id, step] = (amount, model.name)
+        self.open[run_id, step] = (amount, model.name, hold)
         if self._run_cost[0] != run_id:
             self._run_cost = (run_id, 0)
         header["budget"] = {
@@ -206,6 +221,8 @@ class BudgetGate:
             "output_tokens": output_tokens,
             "nano_usd": nano,
         }
+        if hold is not None:
+            header["budget"]["hold"] = hold
         return request
 
     def settle(self, message: ModelReplied) -> dict[str, Any] | None:
@@ -218,7 +235,7 @@ class BudgetGate:
         entry = self.open.pop((message.run_id, message.step), None)
         if entry is None:
             return None
-        reserved, model_name = entry
+        reserved, model_name, hold = entry
         response = message.response
         if response is not None:
             usage = response.usage
@@ -238,8 +255,7 @@ class BudgetGate:
             )
         else:
             spent = ZERO
-        self.ledger.settle(reserved, spent)
-        return {
+        settled: dict[str, Any] = {
             "reserved": {
                 "requests": reserved[0],
                 "input_tokens": reserved[1],
@@ -253,6 +269,13 @@ class BudgetGate:
                 "nano_usd": spent[3],
             },
         }
+        if hold is None:
+            self.ledger.settle(reserved, spent)
+            return settled
+        settled["hold"] = hold
+        if not self.ledger.settle_held(reserved, spent, hold):
+            settled["stored"] = False  # a restore settles it in the store (see open_holds)
+        return settled
 
     def log_settled(self, settled: dict[str, Any] | None, run_id: str, step: int) -> None:
         """Log a settlement that no ``step_end`` carries (a late reply, an unsent request)."""

@@ -13,25 +13,12 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from actors.store._budgets import BudgetTotals, Caps, Counts
+from actors.store._pg_sql import BUDGET_COUNTERS as _COUNTERS
 
 if TYPE_CHECKING:
     from actors.store._pg_link import Connection
 
-__all__ = ["budget_tables", "read", "reserve", "settle"]
-
-_COUNTERS = ("requests", "input_tokens", "output_tokens", "nano_usd")
-
-
-def budget_tables(s: str) -> list[str]:
-    """Migration 3 -> 4 of schema ``s`` (quoted): the budget tables."""
-    spent = ", ".join(f"spent_{name} bigint NOT NULL DEFAULT 0" for name in _COUNTERS)
-    reserved = ", ".join(f"reserved_{name} bigint NOT NULL DEFAULT 0" for name in _COUNTERS)
-    held = ", ".join(f"{name} bigint NOT NULL" for name in _COUNTERS)
-    return [
-        f"CREATE TABLE {s}.budgets (budget text PRIMARY KEY, {spent}, {reserved})",
-        f"CREATE TABLE {s}.budget_holds (budget text NOT NULL, hold text NOT NULL, {held},"
-        " PRIMARY KEY (budget, hold))",
-    ]
+__all__ = ["read", "reserve", "settle"]
 
 
 @cache  # one schema per store: made once

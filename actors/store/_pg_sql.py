@@ -12,9 +12,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from actors.exceptions import UserError
-from actors.store._pg_budgets import budget_tables
 
-__all__ = ["SCHEMA_VERSION", "Statements", "lock_key", "migrations", "quote_ident"]
+__all__ = [
+    "BUDGET_COUNTERS",
+    "SCHEMA_VERSION",
+    "Statements",
+    "lock_key",
+    "migrations",
+    "quote_ident",
+]
 
 
 def quote_ident(name: str) -> str:
@@ -156,7 +162,7 @@ def migrations(schema: str) -> list[list[str]]:
         _append_function(s, forks=True),
     ]
     # Version 4: budgets shared by processes (`BudgetStore`, see `_pg_budgets`).
-    return [create_v1, snapshots_v2, forks_v3, budget_tables(s)]
+    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s)]
 
 
 def _append_function(s: str, *, forks: bool = False) -> str:
@@ -214,6 +220,22 @@ def _append_function(s: str, *, forks: bool = False) -> str:
     END
     $append$
     """
+
+
+BUDGET_COUNTERS: Final = ("requests", "input_tokens", "output_tokens", "nano_usd")
+"""The counters of a shared budget's row, each spent and reserved (see `_pg_budgets`)."""
+
+
+def _budget_tables(s: str) -> list[str]:
+    """Migration 3 -> 4 of schema ``s`` (quoted): the budget tables."""
+    spent = ", ".join(f"spent_{name} bigint NOT NULL DEFAULT 0" for name in BUDGET_COUNTERS)
+    reserved = ", ".join(f"reserved_{name} bigint NOT NULL DEFAULT 0" for name in BUDGET_COUNTERS)
+    held = ", ".join(f"{name} bigint NOT NULL" for name in BUDGET_COUNTERS)
+    return [
+        f"CREATE TABLE {s}.budgets (budget text PRIMARY KEY, {spent}, {reserved})",
+        f"CREATE TABLE {s}.budget_holds (budget text NOT NULL, hold text NOT NULL, {held},"
+        " PRIMARY KEY (budget, hold))",
+    ]
 
 
 SCHEMA_VERSION: Final = len(migrations("actors"))
