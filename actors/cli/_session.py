@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from actors import Agent, AgentContext, Request, RunResult, Usage
 from actors.cli._answers import describe_request
 from actors.cli._output import Output
-from actors.loop._budget import ZERO, budget_of, spend_of
+from actors.loop._budget import ZERO
+from actors.loop._budget_log import budget_of, spend_of
 from actors.store import SessionStore
 
 __all__ = [

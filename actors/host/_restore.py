@@ -23,7 +23,8 @@ from actors.host._node import AgentNode, Tree
 from actors.host._observer import current_observer, notify_restore
 from actors.host._persist import persist
 from actors.loop._agent import Agent, Subagent
-from actors.loop._budget import budget_of, ledger_for, open_holds, spend_of
+from actors.loop._budget import ledger_for
+from actors.loop._budget_log import budget_of, open_holds, spend_of
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, open_turn_start, recover
