@@ -27,7 +27,7 @@ from actors.exceptions import BudgetExceeded
 from actors.store import PostgresStore, SQLiteStore
 from actors.testing import FunctionModel
 
-BUDGET = Budget(requests=120, output_tokens=120 * 16, shared="team")
+BUDGET = Budget(requests=100, output_tokens=100 * 16, shared="team")
 AGENTS = 5
 USAGE = Usage(requests=1, input_tokens=10, output_tokens=3)
 

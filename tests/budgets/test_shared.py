@@ -19,7 +19,7 @@ from actors.store import MemoryStore, PostgresStore, SQLiteStore
 from actors.testing import FunctionModel, ScriptedModel
 
 HERE = Path(__file__).parent
-PROCESSES, RUNS, ALLOWED = 4, 50, 120
+PROCESSES, RUNS, ALLOWED = 4, 40, 100
 
 
 def _processes(store: str, dsn: str = "") -> list[dict[str, Any]]:
