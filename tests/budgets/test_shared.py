@@ -15,8 +15,9 @@ import pytest
 
 from actors import Agent, Budget, Runtime
 from actors.exceptions import BudgetExceeded, RunFailedError, StoreError, UserError
+from actors.loop._budget import ledger_for
 from actors.store import MemoryStore, PostgresStore, SQLiteStore
-from actors.testing import FunctionModel, ScriptedModel
+from actors.testing import FunctionModel, ScriptedModel, call
 
 HERE = Path(__file__).parent
 PROCESSES, RUNS, ALLOWED = 4, 40, 100
@@ -237,3 +238,39 @@ def test_a_restore_makes_the_settlements_the_store_missed_once() -> None:
                 runtime.restore("s", store=store, agents=[spec])
                 totals = store.read_budget("team")
                 assert (totals.spent[0], totals.reserved, totals.holds) == (1, (0, 0, 0, 0), 0)
+
+
+def test_nested_shared_budgets_reserve_in_both_or_neither() -> None:
+    """A request fits every shared budget above it, or holds in none of them."""
+    org, team = Budget(requests=3, shared="org"), Budget(requests=2, shared="team")
+    with MemoryStore() as store:
+        outer = ledger_for(None, org, store)
+        inner = ledger_for(outer, team, store)
+        assert inner is not None
+        assert outer is not None
+        assert inner.reserve_held((1, 0, 0, 0), "a") is None
+        assert inner.reserve_held((1, 0, 0, 0), "b") is None
+        refused = inner.reserve_held((1, 0, 0, 0), "c")  # the team is full; the org is not
+        assert refused is not None
+        assert "shared budget 'team' requests=2 has 0 left" in refused
+        assert outer.reserve_held((1, 0, 0, 0), "d") is None  # the org's last request
+        assert store.read_budget("org").holds == 3  # "c" was undone there too
+        inner.settle_held((1, 0, 0, 0), (0, 0, 0, 0), "a")  # failed: nothing spent
+        assert outer.reserve_held((1, 0, 0, 0), "x") is None  # the org's room, taken again
+        refused = inner.reserve_held((1, 0, 0, 0), "e")  # room in the team, none in the org
+        assert refused is not None
+        assert "shared budget 'org' requests=3 has 0 left" in refused
+        assert store.read_budget("team").holds == 1  # "e" was undone in the team
+        with pytest.raises(UserError, match="nested in itself"):
+            ledger_for(inner, Budget(requests=9, shared="org"), store)
+
+
+def test_a_subagent_with_a_shared_budget_and_no_store_fails_as_the_childs_error() -> None:
+    """The parent's model sees why, and the parent goes on."""
+    worker = Agent("w", model=ScriptedModel(["ok"]), budget=Budget(requests=1, shared="team"))
+    lead = Agent("lead", model=ScriptedModel([call("w", task="x"), "done"]), subagents=[worker])
+    with Runtime() as runtime:
+        result = runtime.spawn(lead).run("go")
+    assert result.output == "done"
+    (error,) = [m.content for m in result.messages if m.role == "tool"]
+    assert "UserError: Budget(shared='team') is kept in the tree's store" in error
