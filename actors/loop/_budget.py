@@ -29,7 +29,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import (
     BaseModel,
@@ -42,9 +42,6 @@ from pydantic import (
 from actors._logging import get_logger
 from actors.exceptions import UserError
 from actors.models._prices import NANO, Price, Rates
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ZERO",

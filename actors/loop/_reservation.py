@@ -7,7 +7,11 @@ estimated here, and its ``max_tokens`` of output, at the model's price), holds i
 which the loop puts in the step's ``step_end`` (``budget``), or, when no ``step_end`` comes
 for it, logs as ``budget_settled`` (`BudgetGate.log_settled`). Folding them into events the
 step writes anyway keeps a budget's cost per request at one lock and no event of its own.
-See `actors.loop._budget` for the budget and its ledger.
+Under a shared budget (kept in the store) the reservation is also a *hold* there, named in
+the header's ``budget`` (``hold``) and again in its settlement, so that a restore finds the
+holds a crash left open. The store is called on the agent's thread, like the store writes of
+each step: a store that cannot be reached fails the run (`RunFailedError`) before anything is
+sent. See `actors.loop._budget` for the budget and its ledger.
 """
 
 from __future__ import annotations
