@@ -15,8 +15,11 @@ from pydantic import BaseModel
 from actors import Agent, AgentContext, Request, RunResult, Usage
 from actors.cli._answers import describe_request
 from actors.cli._output import Output
-from actors.loop._budget import ZERO, budget_of, spend_of
+from actors.loop._budget import ZERO
+from actors.loop._budget_log import budget_of, spend_of
+from actors.models._prices import NANO
 from actors.store import SessionStore
+from actors.store._budgets import keeps_budgets
 
 __all__ = [
     "SessionKind",
@@ -122,6 +125,13 @@ def print_usage(out: Output, store: SessionStore, session_id: str) -> None:
         out.line(
             f"budget ({given or 'no caps'}): spent {_dollars(spent.usd)}, {spent.requests} requests"
         )
+        if budget.shared is not None and keeps_budgets(store):
+            shared = store.read_budget(budget.shared)
+            out.line(
+                f"shared budget {budget.shared!r}, every tree that draws on it: spent "
+                f"{_dollars(Decimal(shared.spent[3]) / NANO)}, {shared.spent[0]} requests; "
+                f"{shared.holds} requests in flight"
+            )
 
 
 def _dollars(amount: Decimal) -> str:

@@ -356,7 +356,7 @@ def new_root(
         context._record("budget_set", {"budget": budget.model_dump(mode="json")})
     tree = Tree(agent_id, store=store, approval_handler=approval_handler)
     node = AgentNode(agent_id, spec.name, None, 0, spec, tool_context, tree)
-    node.ledger = ledger_for(ledger_for(None, budget), spec.budget)
+    node.ledger = ledger_for(ledger_for(None, budget, store), spec.budget, store)
     return node, context
 
 
@@ -391,7 +391,7 @@ def new_child(
         parent.tree,
         path=(*parent.path, child_id),
         position=parent.tree.next_position(),
-        ledger=ledger_for(parent.ledger, spec.budget),
+        ledger=ledger_for(parent.ledger, spec.budget, parent.tree.store),
     )
     node.buffer.extend(context.events)
     return node, context

@@ -23,7 +23,8 @@ from actors.host._node import AgentNode, Tree
 from actors.host._observer import current_observer, notify_restore
 from actors.host._persist import persist
 from actors.loop._agent import Agent, Subagent
-from actors.loop._budget import budget_of, ledger_for, spend_of
+from actors.loop._budget import ledger_for
+from actors.loop._budget_log import budget_of, open_holds, spend_of
 from actors.loop._loop import AgentLoop
 from actors.loop._peers import sends_of
 from actors.loop._recovery import open_turn, open_turn_start, recover
@@ -365,7 +366,9 @@ def _restore_ledgers(nodes: Mapping[str, AgentNode], contexts: Mapping[str, Agen
     """Rebuild the tree's budget ledgers from its logs (parents come before children).
 
     Every reservation logged and never settled counts as spent: its request may have been
-    sent before the crash, and the provider may have charged for it.
+    sent before the crash, and the provider may have charged for it. A shared budget's store
+    is told so too: each hold the log leaves open is settled there at its worst case (a hold
+    the store settled before the crash stays as it was).
     """
     for agent_id, node in nodes.items():
         parent = nodes.get(node.parent_id) if node.parent_id else None
@@ -373,10 +376,14 @@ def _restore_ledgers(nodes: Mapping[str, AgentNode], contexts: Mapping[str, Agen
         # A log without budget events (the fold knows, a snapshot too) is not read: waking
         # from a snapshot stays as cheap as it is without budgets.
         spawned = budget_of(ctx.events) if parent is None and ctx._budgeted else None
-        outer = parent.ledger if parent is not None else ledger_for(None, spawned)
-        node.ledger = ledger_for(outer, node.spec.budget)
+        store = node.tree.store
+        outer = parent.ledger if parent is not None else ledger_for(None, spawned, store)
+        node.ledger = ledger_for(outer, node.spec.budget, store)
         if node.ledger is not None and ctx._budgeted:
             node.ledger.charge(spend_of(ctx.events))
+            if node.ledger.stored:  # what the crash left held in a shared budget's store
+                for hold, spent in open_holds(ctx.events):
+                    node.ledger.settle_stored_chain(hold, spent)
 
 
 def _sends(events: Sequence[Event]) -> list[tuple[SendMessage, Event]]:

@@ -12,8 +12,14 @@ no ``step_end`` to ride on (a late reply, a request never sent) is a ``budget_se
 logs of the first format, with ``budget_reserved`` events, read the same.
 
 The loop's side (one agent's reservations, the input estimate) is `actors.loop._reservation`;
-hosts make the ledgers here (`ledger_for`) and rebuild them on restore (`spend_of`,
-`budget_of`).
+hosts make the ledgers here (`ledger_for`) and rebuild them on restore from what the logs
+say (`actors.loop._budget_log`).
+
+A budget with a ``shared`` name is kept in the tree's store as well (a row that every process
+using that store and name draws on, see `actors.store._budgets`): its ledger reserves there
+after the in-process ledgers of its chain, all or nothing, under a hold named in the
+request's ``request_header``; the settlement names the hold again, so a restore settles in the
+store the holds its logs leave open (at their worst case), once.
 """
 
 from __future__ import annotations
@@ -21,9 +27,9 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import (
     BaseModel,
@@ -31,25 +37,23 @@ from pydantic import (
     Field,
     NonNegativeInt,
     PositiveInt,
-    ValidationError,
 )
 
-from actors.exceptions import SerializationError, UserError
+from actors._logging import get_logger
+from actors.exceptions import UserError
 from actors.models._prices import NANO, Price, Rates
-
-if TYPE_CHECKING:
-    from actors.context._events import Event
 
 __all__ = [
     "ZERO",
     "Amount",
     "Budget",
+    "BudgetBook",
     "Ledger",
-    "budget_of",
     "check_budget",
     "ledger_for",
-    "spend_of",
 ]
+
+_log = get_logger("actors.budget")
 
 
 class Budget(BaseModel):
@@ -70,6 +74,11 @@ class Budget(BaseModel):
         max_tokens: The output worst case of a request whose settings give no ``max_tokens``,
             when the budget caps ``usd`` or ``output_tokens``: such a request is sent with it
             as its ``max_tokens``, so the worst case holds.
+        shared: A name under which the budget is kept in the tree's store, so that every
+            process (and every tree) whose budget has this name, on the same store, draws on
+            one budget: the caps hold across them all. Needs a store that keeps budgets
+            (`SQLiteStore`, `PostgresStore`, `MemoryStore`). None: the budget lives in the
+            process, and holds for its tree there.
 
     Example:
         >>> Budget(usd=2, requests=100).requests
@@ -84,6 +93,25 @@ class Budget(BaseModel):
     requests: NonNegativeInt | None = None
     prices: dict[str, Price] = Field(default_factory=dict)
     max_tokens: PositiveInt = 4096
+    shared: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\x00]+$")
+
+
+class BudgetBook(Protocol):
+    """Where a shared budget is kept: a store's `actors.store.BudgetStore` methods."""
+
+    def reserve_budget(
+        self,
+        budget: str,
+        hold: str,
+        amount: tuple[int, int, int, int],
+        caps: tuple[int | None, int | None, int | None, int | None],
+    ) -> Any:
+        """Hold ``amount`` if it fits: None, or the budget's totals (with ``used``)."""
+        ...
+
+    def settle_budget(self, budget: str, hold: str, spent: tuple[int, int, int, int]) -> bool:
+        """End a hold, counting ``spent``; False when it was settled already."""
+        ...
 
 
 class Amount(NamedTuple):
@@ -143,14 +171,22 @@ class Ledger:
     Only a reservation takes the lock: a settlement is queued (a deque's append is atomic) and
     counted by the next reservation, or read, of any ledger of the tree, before it decides.
     Whoever decides sees every settlement made before it, as if each had taken the lock.
+
+    A shared budget's ledger has a ``book`` (its store): its caps are checked there, against
+    what every process holds and spent (`reserve_held`), and its own counters only say what
+    this process's part of the tree did.
     """
 
     __slots__ = (
+        "_capped",
         "_caps",
         "_chain",
         "_reserved",
         "_settled",
         "_spent",
+        "_stored",
+        "_unsettled",
+        "book",
         "bounds_reply",
         "budget",
         "in_dollars",
@@ -158,11 +194,15 @@ class Ledger:
         "parent",
         "prices",
         "rates",
+        "stored",
     )
 
-    def __init__(self, budget: Budget, parent: Ledger | None = None) -> None:
+    def __init__(
+        self, budget: Budget, parent: Ledger | None = None, book: BudgetBook | None = None
+    ) -> None:
         self.budget = budget
         self.parent = parent
+        self.book = book if budget.shared is not None else None
         self.lock: threading.Lock = parent.lock if parent is not None else threading.Lock()
         # Settlements not counted yet, for the whole tree (shared like the lock): each holds
         # the chain it applies to, what it had reserved and what it spent.
@@ -175,6 +215,20 @@ class Ledger:
         usd = None if budget.usd is None else int(budget.usd * NANO)
         self._caps = (budget.requests, budget.input_tokens, budget.output_tokens, usd)
         self._chain: tuple[Ledger, ...] = (self, *(parent._chain if parent else ()))
+        # The ledgers whose caps are checked here; a shared one's are checked in its store.
+        self._capped = tuple(ledger for ledger in self._chain if ledger.book is None)
+        self._stored = tuple(ledger for ledger in self._chain if ledger.book is not None)
+        names = [ledger.budget.shared for ledger in self._stored]
+        if len(set(names)) < len(names):
+            raise UserError(
+                f"the shared budget {budget.shared!r} is nested in itself; give the inner "
+                "budget another name, or none"
+            )
+        # Whether a request's reservation goes to a store too (then it needs a hold name).
+        self.stored: bool = bool(self._stored)
+        # Settlements the store could not take (it was unreachable): tried again before the
+        # next reservation. Until then the store counts them at their worst case.
+        self._unsettled: deque[tuple[str, tuple[int, int, int, int]]] = deque()
         # The nearest budget's price of a model wins.
         self.prices: dict[str, Price] = {**(parent.prices if parent else {}), **budget.prices}
         # Rates by model name, shared by the tree's agents; the budget's own when its prices
@@ -214,7 +268,7 @@ class Ledger:
         with self.lock:
             if self._settled:
                 self._count_settled()
-            for ledger in self._chain:
+            for ledger in self._capped:
                 caps, spent, held = ledger._caps, ledger._spent, ledger._reserved
                 for index in (0, 1, 2, 3):
                     cap = caps[index]
@@ -227,6 +281,99 @@ class Ledger:
                 held[2] += amount[2]
                 held[3] += amount[3]
         return None
+
+    def reserve_held(self, amount: tuple[int, int, int, int], hold: str) -> str | None:
+        """`reserve`, and in the store of every shared budget of the chain, as ``hold``.
+
+        All or nothing: a refusal, or a store that fails, undoes what was held.
+
+        Raises:
+            Exception: A store failed (its `StoreError`); nothing stays held, or, when even
+                the undoing failed, the store counts the hold at its worst case.
+        """
+        problem = self.reserve(amount)
+        if problem is not None:
+            return problem
+        made: list[Ledger] = []
+        try:
+            for ledger in self._stored:
+                ledger.retry_unsettled()
+                book, name = ledger.book, ledger.budget.shared
+                assert book is not None
+                assert name is not None
+                made.append(ledger)  # a failed call may have made the hold: undo it too
+                totals = book.reserve_budget(name, hold, amount, ledger._caps)
+                if totals is not None:
+                    made.pop()
+                    problem = ledger._refusal(
+                        ledger._first_over(totals.used, amount), amount, totals.used
+                    )
+                    break
+        except BaseException:
+            self._undo(made, hold, amount)
+            raise
+        if problem is not None:
+            self._undo(made, hold, amount)
+        return problem
+
+    def _undo(self, made: list[Ledger], hold: str, amount: tuple[int, int, int, int]) -> None:
+        self.settle(amount, ZERO)
+        for ledger in made:
+            ledger.settle_stored(hold, ZERO)
+
+    def _first_over(self, used: tuple[int, ...], amount: tuple[int, ...]) -> int:
+        for index in (0, 1, 2, 3):
+            cap = self._caps[index]
+            if cap is not None and used[index] + amount[index] > cap:
+                return index
+        # The store saw more than it reported: name the first capped counter.
+        return next(index for index in (0, 1, 2, 3) if self._caps[index] is not None)
+
+    def settle_held(
+        self, reserved: tuple[int, ...], spent: tuple[int, int, int, int], hold: str
+    ) -> bool:
+        """`settle`, and end ``hold`` in the stores of the chain; False when one failed.
+
+        A failed store settlement is tried again before the next reservation; until then,
+        and for a restore that finds it marked in the log, the store counts its worst case.
+        """
+        self.settle(reserved, spent)
+        done = True
+        for ledger in self._stored:
+            done = ledger.settle_stored(hold, spent) and done
+        return done
+
+    def settle_stored_chain(self, hold: str, spent: tuple[int, int, int, int]) -> None:
+        """End ``hold`` in the store of every shared budget of the chain (a restore's)."""
+        for ledger in self._stored:
+            ledger.settle_stored(hold, spent)
+
+    def settle_stored(self, hold: str, spent: tuple[int, int, int, int]) -> bool:
+        """End ``hold`` in this shared ledger's store (a restore's too); False when it failed."""
+        book, name = self.book, self.budget.shared
+        if book is None or name is None:
+            return True
+        try:
+            book.settle_budget(name, hold, spent)
+        except Exception as exc:
+            self._unsettled.append((hold, spent))
+            _log.warning(
+                "a shared budget's store could not settle a hold; it stays counted at its "
+                "worst case until settled",
+                budget=name,
+                hold=hold,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return False
+        return True
+
+    def retry_unsettled(self) -> None:
+        """Try again the settlements the store could not take."""
+        book, name, queue = self.book, self.budget.shared, self._unsettled
+        while queue and book is not None and name is not None:
+            hold, spent = queue[0]
+            book.settle_budget(name, hold, spent)  # raises: the reservation fails, typed
+            queue.popleft()
 
     def settle(self, reserved: tuple[int, ...], spent: tuple[int, ...]) -> None:
         """A reservation ended: release it, and count what was really spent.
@@ -251,18 +398,21 @@ class Ledger:
         """Count ``spent`` (a restore, from the logs) in every ledger of the chain."""
         self.settle(ZERO, spent)
 
-    def _refusal(self, index: int, amount: tuple[int, ...]) -> str:
-        # Under the lock, settlements counted.
+    def _refusal(
+        self, index: int, amount: tuple[int, ...], used: tuple[int, ...] | None = None
+    ) -> str:
+        # Under the lock, settlements counted (or ``used``: what a shared budget's store holds).
         left = self._caps[index]
         assert left is not None
-        left -= self._spent[index] + self._reserved[index]
+        left -= self._spent[index] + self._reserved[index] if used is None else used[index]
+        name = "budget" if self.budget.shared is None else f"shared budget {self.budget.shared!r}"
         if index == 3:
             return (
-                f"budget usd={self.budget.usd} has ${Decimal(left) / NANO} left, and this "
+                f"{name} usd={self.budget.usd} has ${Decimal(left) / NANO} left, and this "
                 f"request may cost up to ${Decimal(amount[3]) / NANO}"
             )
         return (
-            f"budget {_NAMES[index]}={self._caps[index]} has {left} left, and this request "
+            f"{name} {_NAMES[index]}={self._caps[index]} has {left} left, and this request "
             f"needs up to {amount[index]}"
         )
 
@@ -293,57 +443,26 @@ def check_budget(budget: object) -> Budget | None:
     )
 
 
-def ledger_for(parent: Ledger | None, budget: Budget | None) -> Ledger | None:
-    """The ledger of an agent: its parent's, nested under a budget of its own if it has one."""
-    if budget is None:
-        return parent
-    return Ledger(budget, parent)
+def ledger_for(parent: Ledger | None, budget: Budget | None, store: object = None) -> Ledger | None:
+    """The ledger of an agent: its parent's, nested under a budget of its own if it has one.
 
-
-def spend_of(events: Iterable[Event]) -> Amount:
-    """What one agent's log says it spent, counting a reservation never settled as spent.
-
-    A reservation is a ``request_header``'s ``budget`` (or, in logs of the first format, a
-    ``budget_reserved`` event); a settlement is a ``step_end``'s ``budget`` or a
-    ``budget_settled`` event: ``{"reserved": ..., "spent": ...}``.
-    """
-    total = ZERO
-    for event in events:
-        kind = event.type
-        if kind == "request_header":
-            if "budget" in event.data:
-                total = total.plus(Amount.from_json(event.data["budget"]))
-        elif kind == "step_end":
-            if "budget" in event.data:
-                total = _settled(total, event.data["budget"])
-        elif kind == "budget_reserved":
-            total = total.plus(Amount.from_json(event.data))
-        elif kind == "budget_settled":
-            total = _settled(total, event.data)
-    return total
-
-
-def _settled(total: Amount, data: Any) -> Amount:
-    if not isinstance(data, dict):
-        return total
-    spent, reserved = Amount.from_json(data.get("spent")), Amount.from_json(data.get("reserved"))
-    return total.plus(spent).minus(reserved)
-
-
-def budget_of(events: Iterable[Event]) -> Budget | None:
-    """The budget a root was spawned with, as its log holds it (``budget_set``), or None.
+    ``store`` is the tree's: a shared budget (``Budget(shared=...)``) is kept there.
 
     Raises:
-        SerializationError: the log's budget cannot be read (the log is damaged).
+        UserError: A shared budget, and a store that keeps no budgets (or none).
     """
-    found: Budget | None = None
-    for event in events:
-        if event.type == "budget_set":
-            try:
-                found = Budget.model_validate(event.data["budget"])
-            except ValidationError as exc:
-                raise SerializationError(
-                    f"event {event.seq} (budget_set) holds no budget that can be read: "
-                    f"{exc.errors()[0].get('msg')}"
-                ) from None
-    return found
+    if budget is None:
+        return parent
+    if budget.shared is None:
+        return Ledger(budget, parent)
+    if not all(
+        callable(getattr(store, name, None))
+        for name in ("reserve_budget", "settle_budget", "read_budget")
+    ):
+        where = "no store" if store is None else f"a {type(store).__name__}, which keeps none"
+        raise UserError(
+            f"Budget(shared={budget.shared!r}) is kept in the tree's store, and the tree has "
+            f"{where}; spawn it with a store=SQLiteStore(path) or PostgresStore(dsn) shared "
+            "by the processes, or drop shared= for a budget of this process only"
+        )
+    return Ledger(budget, parent, store)  # type: ignore[arg-type]

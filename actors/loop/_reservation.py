@@ -7,13 +7,18 @@ estimated here, and its ``max_tokens`` of output, at the model's price), holds i
 which the loop puts in the step's ``step_end`` (``budget``), or, when no ``step_end`` comes
 for it, logs as ``budget_settled`` (`BudgetGate.log_settled`). Folding them into events the
 step writes anyway keeps a budget's cost per request at one lock and no event of its own.
-See `actors.loop._budget` for the budget and its ledger.
+Under a shared budget (kept in the store) the reservation is also a *hold* there, named in
+the header's ``budget`` (``hold``) and again in its settlement, so that a restore finds the
+holds a crash left open. The store is called on the agent's thread, like the store writes of
+each step: a store that cannot be reached fails the run (`RunFailedError`) before anything is
+sent. See `actors.loop._budget` for the budget and its ledger.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import secrets
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -100,8 +105,9 @@ class BudgetGate:
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
         self.ctx = ctx
-        # (run, step) of each request in flight: what it reserved, and its model's name
-        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str]] = {}
+        # (run, step) of each request in flight: what it reserved, its model's name, and its
+        # hold in the store of a shared budget (None when nothing is shared)
+        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str, str | None]] = {}
         self._rates = ledger.rates  # by model name, looked up once for the tree
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
@@ -199,10 +205,23 @@ class BudgetGate:
                 "install genai-prices (pip install 'actors[prices]')"
             )
         amount = (1, input_tokens, output_tokens, nano)
-        problem = ledger.reserve(amount)
+        hold = None
+        if ledger.stored:  # a shared budget: held in its store too, under a name of its own
+            hold = f"{self.ctx.agent_id}/{run_id}/{step}/{secrets.token_hex(6)}"
+            try:
+                problem = ledger.reserve_held(amount, hold)
+            except Exception as exc:
+                failure = RunFailedError(
+                    f"agent {self.ctx.agent_id!r}: its shared budget's store could not "
+                    f"reserve this request ({type(exc).__name__}: {exc}); nothing was sent"
+                )
+                failure.__cause__ = exc
+                return failure
+        else:
+            problem = ledger.reserve(amount)
         if problem is not None:
             return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
-        self.open[run_id, step] = (amount, model.name)
+        self.open[run_id, step] = (amount, model.name, hold)
         if self._run_cost[0] != run_id:
             self._run_cost = (run_id, 0)
         header["budget"] = {
@@ -211,6 +230,8 @@ class BudgetGate:
             "output_tokens": output_tokens,
             "nano_usd": nano,
         }
+        if hold is not None:
+            header["budget"]["hold"] = hold
         return request
 
     def settle(self, message: ModelReplied) -> dict[str, Any] | None:
@@ -223,7 +244,7 @@ class BudgetGate:
         entry = self.open.pop((message.run_id, message.step), None)
         if entry is None:
             return None
-        reserved, model_name = entry
+        reserved, model_name, hold = entry
         response = message.response
         if response is not None:
             usage = response.usage
@@ -249,8 +270,7 @@ class BudgetGate:
             )
         else:
             spent = ZERO
-        self.ledger.settle(reserved, spent)
-        return {
+        settled: dict[str, Any] = {
             "reserved": {
                 "requests": reserved[0],
                 "input_tokens": reserved[1],
@@ -264,6 +284,13 @@ class BudgetGate:
                 "nano_usd": spent[3],
             },
         }
+        if hold is None:
+            self.ledger.settle(reserved, spent)
+            return settled
+        settled["hold"] = hold
+        if not self.ledger.settle_held(reserved, spent, hold):
+            settled["stored"] = False  # a restore settles it in the store (see open_holds)
+        return settled
 
     def log_settled(self, settled: dict[str, Any] | None, run_id: str, step: int) -> None:
         """Log a settlement that no ``step_end`` carries (a late reply, an unsent request)."""

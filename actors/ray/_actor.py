@@ -22,6 +22,7 @@ from typing import Any
 from actors.exceptions import AgentStoppedError
 from actors.host import Ask, Query, StreamEvent, TreeNode
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget
 from actors.ray._inbox import deliver as deliver_inputs
 from actors.ray._inputs import HostInput
 from actors.ray._server import HostConfig, HostServer
@@ -66,10 +67,16 @@ class AgentHostActor:
     # -- the driver's calls ---------------------------------------------------------------------
 
     async def spawn(
-        self, agent_id: str, spec: Agent[Any], seed: TreeSeed, metadata: dict[str, Any]
+        self,
+        agent_id: str,
+        spec: Agent[Any],
+        seed: TreeSeed,
+        metadata: dict[str, Any],
+        budget: Budget | None = None,
     ) -> Outcome:
         try:
-            return Outcome(await _blocking(self.server.spawn, agent_id, spec, seed, metadata))
+            spawn = self.server.spawn
+            return Outcome(await _blocking(spawn, agent_id, spec, seed, metadata, budget))
         except Exception as exc:
             return _failed(exc)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget
 from actors.loop._types import ResumeRun, StartRun
 from actors.ray._wire import TreeSeed, WireReply
 
@@ -40,6 +41,9 @@ class Adopt:
         path: The agent ids from the root down to it.
         depth: Its depth in the tree.
         position: Its spawn position in the session.
+        budgets: The shared budgets (``Budget(shared=...)``) that cover it from above,
+            outermost first: kept in the store, they hold on any host. A budget of its
+            ancestors that is not shared stays on their host.
     """
 
     seed: TreeSeed
@@ -49,6 +53,7 @@ class Adopt:
     path: tuple[str, ...]
     depth: int
     position: int
+    budgets: tuple[Budget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from actors.host import (
     settle,
 )
 from actors.loop._agent import Subagent
+from actors.loop._budget import Budget
 from actors.loop._loop import AgentLoop
 from actors.loop._types import ChildFinished, Finish, ResumeRun, SendMessage, StartRun
 from actors.ray._inputs import Adopt
@@ -184,6 +185,7 @@ class HostPeers:
             path=child.path,
             depth=child.depth,
             position=child.position,
+            budgets=shared_above(child),
         )
         return RemoteChild(self, host, child, adopt)
 
@@ -364,3 +366,14 @@ class HostPeers:
         if not suspended and not node.keep:
             stand_in.remote_alive = False  # its host stops it by itself
         local.child_done(node, finish)
+
+
+def shared_above(child: AgentNode) -> tuple[Budget, ...]:
+    """The shared budgets that cover ``child`` from above (not its spec's), outermost first."""
+    ledger = child.ledger
+    if ledger is not None and child.spec.budget is not None:
+        ledger = ledger.parent  # the child's own budget travels with its spec
+    if ledger is None:
+        return ()
+    chain = reversed(list(ledger.chain()))
+    return tuple(above.budget for above in chain if above.budget.shared is not None)

@@ -15,6 +15,7 @@ from actors.context._json import plain_metadata
 from actors.exceptions import AgentDefinitionError, UserError
 from actors.host import AgentRef, ApprovalHandler, KeyedLock
 from actors.loop._agent import PLACEMENTS, Agent
+from actors.loop._budget import Budget, check_budget
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.ray._actor import AgentHostActor
@@ -340,11 +341,14 @@ class RayRuntime:
         store: StoreLike | None = None,
         session_id: str | None = None,
         approval_handler: ApprovalHandler | None = None,
+        budget: Budget | None = None,
     ) -> AgentRef[OutputT]:
         """Start a root agent on one of the hosts (round-robin) and return a handle to it.
 
         Arguments as for `Runtime.spawn`; ``store`` defaults to the runtime's. The spec, the
-        ``tool_context`` and the approval handler are pickled to the host.
+        ``tool_context`` and the approval handler are pickled to the host. A ``budget`` holds
+        on every host of the tree only when it is shared (``Budget(shared=...)``, kept in
+        the store); otherwise it covers the agents on the root's host.
 
         Raises:
             UserError: the runtime is shut down, bad metadata, an id taken, a session that
@@ -361,7 +365,8 @@ class RayRuntime:
             host = self._next_host % self.hosts
             self._next_host += 1
         handle = self._client.handles[host]
-        info = wait_for(handle.spawn.remote(chosen, agent, seed, initial)).get()
+        checked = check_budget(budget)
+        info = wait_for(handle.spawn.remote(chosen, agent, seed, initial, checked)).get()
         ref: AgentRef[OutputT] = self._ref(info, host, seed, [agent])
         return ref
 

@@ -23,6 +23,7 @@ from actors.context._events import system_clock
 from actors.exceptions import AgentStoppedError
 from actors.host import AgentNode, StreamEvent, Tree, TreeNode, restore_tree
 from actors.loop._agent import Agent
+from actors.loop._budget import Budget, ledger_for
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.ray._inputs import Adopt
@@ -153,7 +154,12 @@ class HostServer:
                     del self.parent_hosts[key]
 
     def spawn(
-        self, agent_id: str, spec: Agent[Any], seed: TreeSeed, metadata: dict[str, Any]
+        self,
+        agent_id: str,
+        spec: Agent[Any],
+        seed: TreeSeed,
+        metadata: dict[str, Any],
+        budget: Budget | None = None,
     ) -> RootInfo:
         """Start a root agent under the id the driver chose."""
         local = self.local
@@ -167,6 +173,7 @@ class HostServer:
             store=self.store_of(seed.store),
             session_id=seed.session_id,
             approval_handler=seed.approval_handler,
+            budget=budget,
         )
         self._remember(agent_id, dataclasses.replace(seed, session_id=node.session_id), context)
         return RootInfo(agent_id, node.name, node.session_id)
@@ -211,6 +218,10 @@ class HostServer:
             position=adopt.position,
             saved_status="idle",
         )
+        outer = None
+        for budget in adopt.budgets:  # shared: kept in the store, so they hold here too
+            outer = ledger_for(outer, budget, tree.store)
+        node.ledger = ledger_for(outer, adopt.spec.budget, tree.store)
         loop = self.local.new_loop(node, context)
         self._remember(child_id, seed, node.tool_context)
         self.parent_hosts[child_id] = adopt.parent_host

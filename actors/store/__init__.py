@@ -5,8 +5,9 @@ writes every event of the tree through a `SessionStore` and rebuilds the tree fr
 `SessionStore.load`. `SQLiteStore` keeps sessions in one SQLite file and is the default;
 `PostgresStore` keeps them in a PostgreSQL database that many hosts share (it needs the
 ``actors[postgres]`` extra, imported only when a `PostgresStore` is made); `MemoryStore` keeps
-them in memory for tests and simulations. `actors.store.conformance` holds the test suite that
-any implementation can run.
+them in memory for tests and simulations. All three also keep the budgets that processes share
+(``Budget(shared=...)``), an optional capability of a store: `BudgetStore`.
+`actors.store.conformance` holds the test suite that any implementation can run.
 
 Example:
     >>> from actors import AgentContext, UserMessage
@@ -22,6 +23,7 @@ Example:
     True
 """
 
+from actors.store._budgets import BudgetStore, BudgetTotals
 from actors.store._memory import MemoryStore
 from actors.store._postgres import PostgresStore
 from actors.store._protocol import SessionStore
@@ -37,6 +39,8 @@ from actors.store._sqlite import Durability, SQLiteStore
 __all__ = [
     "AGENT_STATUSES",
     "AgentRecord",
+    "BudgetStore",
+    "BudgetTotals",
     "Durability",
     "MemoryStore",
     "PostgresStore",

@@ -25,6 +25,14 @@ from actors.store._batch import (
     encode_events,
     new_events,
 )
+from actors.store._budgets import (
+    BudgetTotals,
+    Caps,
+    Counts,
+    MemoryBudgets,
+    check_reservation,
+    check_settlement,
+)
 from actors.store._fork import ForkedAgent, check_fork_args, fork_data, plan_fork
 from actors.store._owner import Holder, busy, close_holder, holder_alive, new_holder
 from actors.store._protocol import SessionStore
@@ -55,6 +63,7 @@ class _Shared:
     sessions: dict[str, _Session] = field(default_factory=dict)
     holders: dict[str, Holder] = field(default_factory=dict)
     open: set[str] = field(default_factory=set)
+    budgets: MemoryBudgets = field(default_factory=MemoryBudgets)
 
 
 class MemoryStore(SessionStore):
@@ -388,6 +397,28 @@ class MemoryStore(SessionStore):
             if holder is not None and holder.token == self._holder.token:
                 del self._shared.holders[session_id]
 
+    # -- shared budgets (`BudgetStore`) ------------------------------------------------------
+
+    def reserve_budget(
+        self, budget: str, hold: str, amount: Counts, caps: Caps
+    ) -> BudgetTotals | None:
+        """Hold ``amount`` on ``budget`` if it fits. See `BudgetStore.reserve_budget`."""
+        check_reservation(budget, hold, amount, caps)
+        self._check_open()
+        return self._shared.budgets.reserve(budget, hold, amount, caps)
+
+    def settle_budget(self, budget: str, hold: str, spent: Counts) -> bool:
+        """End a hold, counting ``spent``. See `BudgetStore.settle_budget`."""
+        check_settlement(budget, hold, spent)
+        self._check_open()
+        return self._shared.budgets.settle(budget, hold, spent)
+
+    def read_budget(self, budget: str) -> BudgetTotals:
+        """The budget's totals. See `BudgetStore.read_budget`."""
+        check_id("budget", budget)
+        self._check_open()
+        return self._shared.budgets.read(budget)
+
     def close(self) -> None:
         """Release this store's sessions; the last sibling to close drops them all. Idempotent."""
         with self._lock:
@@ -401,4 +432,5 @@ class MemoryStore(SessionStore):
             shared.open.discard(self._holder.token)
             if not shared.open:
                 self._sessions.clear()
+                shared.budgets = MemoryBudgets()
         close_holder(self._holder)

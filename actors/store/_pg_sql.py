@@ -13,7 +13,14 @@ from typing import Final
 
 from actors.exceptions import UserError
 
-__all__ = ["SCHEMA_VERSION", "Statements", "lock_key", "migrations", "quote_ident"]
+__all__ = [
+    "BUDGET_COUNTERS",
+    "SCHEMA_VERSION",
+    "Statements",
+    "lock_key",
+    "migrations",
+    "quote_ident",
+]
 
 
 def quote_ident(name: str) -> str:
@@ -154,7 +161,8 @@ def migrations(schema: str) -> list[list[str]]:
         f"CREATE INDEX forks_base ON {s}.forks (base_session)",
         _append_function(s, forks=True),
     ]
-    return [create_v1, snapshots_v2, forks_v3]
+    # Version 4: budgets shared by processes (`BudgetStore`, see `_pg_budgets`).
+    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s)]
 
 
 def _append_function(s: str, *, forks: bool = False) -> str:
@@ -212,6 +220,22 @@ def _append_function(s: str, *, forks: bool = False) -> str:
     END
     $append$
     """
+
+
+BUDGET_COUNTERS: Final = ("requests", "input_tokens", "output_tokens", "nano_usd")
+"""The counters of a shared budget's row, each spent and reserved (see `_pg_budgets`)."""
+
+
+def _budget_tables(s: str) -> list[str]:
+    """Migration 3 -> 4 of schema ``s`` (quoted): the budget tables."""
+    spent = ", ".join(f"spent_{name} bigint NOT NULL DEFAULT 0" for name in BUDGET_COUNTERS)
+    reserved = ", ".join(f"reserved_{name} bigint NOT NULL DEFAULT 0" for name in BUDGET_COUNTERS)
+    held = ", ".join(f"{name} bigint NOT NULL" for name in BUDGET_COUNTERS)
+    return [
+        f"CREATE TABLE {s}.budgets (budget text PRIMARY KEY, {spent}, {reserved})",
+        f"CREATE TABLE {s}.budget_holds (budget text NOT NULL, hold text NOT NULL, {held},"
+        " PRIMARY KEY (budget, hold))",
+    ]
 
 
 SCHEMA_VERSION: Final = len(migrations("actors"))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _pg_budgets as budgets
 from actors.store import _pg_forks as forks
 from actors.store._batch import (
     EncodedEvent,
@@ -28,6 +29,13 @@ from actors.store._batch import (
     encode_events,
     new_events,
     stored_agents,
+)
+from actors.store._budgets import (
+    BudgetTotals,
+    Caps,
+    Counts,
+    check_reservation,
+    check_settlement,
 )
 from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import busy, close_holder, new_holder
@@ -556,6 +564,38 @@ class PostgresStore(SessionStore):
         if row is None:
             raise self._missing(session_id)
         return -1 if row[0] is None else int(row[0])
+
+    # -- shared budgets (`BudgetStore`) ------------------------------------------------------
+
+    def reserve_budget(
+        self, budget: str, hold: str, amount: Counts, caps: Caps
+    ) -> BudgetTotals | None:
+        """Hold ``amount`` on ``budget`` if it fits. See `BudgetStore.reserve_budget`."""
+        check_reservation(budget, hold, amount, caps)
+        s = self._sql.s
+        return self._open().run(
+            "reserving on a budget",
+            lambda conn: budgets.reserve(conn, s, budget, hold, amount, caps),
+            single=True,  # one statement; the totals a refusal reads are for its message
+        )
+
+    def settle_budget(self, budget: str, hold: str, spent: Counts) -> bool:
+        """End a hold, counting ``spent``. See `BudgetStore.settle_budget`."""
+        check_settlement(budget, hold, spent)
+        s = self._sql.s
+        return self._open().run(
+            "settling a budget's hold",
+            lambda conn: budgets.settle(conn, s, budget, hold, spent),
+            single=True,
+        )
+
+    def read_budget(self, budget: str) -> BudgetTotals:
+        """The budget's totals. See `BudgetStore.read_budget`."""
+        check_id("budget", budget)
+        s = self._sql.s
+        return self._open().run(
+            "reading a budget", lambda conn: budgets.read(conn, s, budget), single=True
+        )
 
     # -- ownership --------------------------------------------------------------------------
 

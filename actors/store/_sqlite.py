@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _sqlite_budgets as budgets
 from actors.store import _sqlite_forks as forks
 from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
@@ -29,6 +30,13 @@ from actors.store._batch import (
     encode_events,
     new_events,
     stored_agents,
+)
+from actors.store._budgets import (
+    BudgetTotals,
+    Caps,
+    Counts,
+    check_reservation,
+    check_settlement,
 )
 from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import close_holder, new_holder
@@ -638,6 +646,28 @@ class SQLiteStore(SessionStore):
         with self._transaction("releasing a session") as conn:
             owners.release(conn, session_id, self._holder)
             self._held.discard(session_id)
+
+    # -- shared budgets (`BudgetStore`) ------------------------------------------------------
+
+    def reserve_budget(
+        self, budget: str, hold: str, amount: Counts, caps: Caps
+    ) -> BudgetTotals | None:
+        """Hold ``amount`` on ``budget`` if it fits. See `BudgetStore.reserve_budget`."""
+        check_reservation(budget, hold, amount, caps)
+        with self._transaction("reserving on a budget") as conn:
+            return budgets.reserve(conn, budget, hold, amount, caps)
+
+    def settle_budget(self, budget: str, hold: str, spent: Counts) -> bool:
+        """End a hold, counting ``spent``. See `BudgetStore.settle_budget`."""
+        check_settlement(budget, hold, spent)
+        with self._transaction("settling a budget's hold") as conn:
+            return budgets.settle(conn, budget, hold, spent)
+
+    def read_budget(self, budget: str) -> BudgetTotals:
+        """The budget's totals. See `BudgetStore.read_budget`."""
+        check_id("budget", budget)
+        with self._transaction("reading a budget", write=False, single=True) as conn:
+            return budgets.read(conn, budget)
 
     def close(self) -> None:
         """Release every session held and close the connection. Idempotent.

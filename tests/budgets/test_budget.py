@@ -9,7 +9,8 @@ import pytest
 
 from actors import Agent, Budget, Price, Runtime, ToolResultMessage, TreeLimits
 from actors.exceptions import BudgetExceeded, RunFailedError, UserError
-from actors.loop._budget import Amount, Ledger, spend_of
+from actors.loop._budget import Amount, Ledger
+from actors.loop._budget_log import spend_of
 from actors.sim import Simulation
 from actors.store import MemoryStore
 from actors.testing import ScriptedModel, SyncDriver, call

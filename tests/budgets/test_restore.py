@@ -145,7 +145,8 @@ def _first_format(blob: dict[str, Any]) -> dict[str, Any]:
 def test_a_log_of_the_first_format_is_read_the_same() -> None:
     """Logs written before reservations rode on request_header/step_end still restore."""
     from actors import Agent, AgentContext, Budget
-    from actors.loop._budget import Amount, spend_of
+    from actors.loop._budget import Amount
+    from actors.loop._budget_log import spend_of
     from actors.testing import ScriptedModel, SyncDriver
 
     spec = Agent("a", model=ScriptedModel(["one", "two"]), budget=Budget(requests=5))

@@ -42,3 +42,20 @@ def test_sessions_show_reports_cost_and_the_budget(
     assert by_agent["lead-sub-1"] == "$0"
     assert by_agent["total"] == dollars
     assert f"budget (usd=1): spent {dollars}, 3 requests" in out
+
+
+def test_sessions_show_adds_what_a_shared_budget_spent_in_every_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACTORS_HOME", str(tmp_path / "home"))
+    db = tmp_path / "s.sqlite"
+    spec = Agent("a", model=ScriptedModel(["ok"] * 3))
+    budget = Budget(requests=10, shared="team")
+    with SQLiteStore(db) as store, Runtime() as runtime:
+        runtime.spawn(spec, store=store, session_id="s1", budget=budget).run("go")
+        runtime.spawn(spec, store=store, session_id="s2", budget=budget).run("go")
+    capsys.readouterr()
+    assert main(["sessions", "show", "s1", "--db", str(db), "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "budget (requests=10): spent $0, 1 requests" in out  # this session's
+    assert "shared budget 'team', every tree that draws on it: spent $0, 2 requests" in out

@@ -11,8 +11,14 @@ from typing import Any
 
 import pytest
 
-from actors import Agent, Answer, Event, RunResult, Subagent, ToolResultMessage
-from actors.exceptions import AgentDefinitionError, AgentStoppedError, UserError, WireError
+from actors import Agent, Answer, Budget, Event, RunResult, Subagent, ToolResultMessage
+from actors.exceptions import (
+    AgentDefinitionError,
+    AgentStoppedError,
+    BudgetExceeded,
+    UserError,
+    WireError,
+)
 from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 from on_ray import agents
@@ -420,3 +426,18 @@ def test_a_closed_runtime_refuses_new_agents(ray_cluster: Any, tmp_path: Path) -
         with pytest.raises(AgentStoppedError, match="shut down"):
             use()
     assert ref.status == "stopped"
+
+
+def test_a_shared_budget_holds_for_a_child_on_another_host(
+    runtime: Any, store: SQLiteStore
+) -> None:
+    """The spread child reserves in the store's budget too: the lead's answer does not fit."""
+    far = Agent("far-worker", model=ScriptedModel(["found"], per_agent=True))
+    lead = agents.lead(
+        [Subagent(far, name="far", placement="spread")], call("far", task="x"), "after"
+    )
+    ref = runtime.spawn(lead, budget=Budget(requests=2, shared="ray-team"))
+    with pytest.raises(BudgetExceeded, match="shared budget 'ray-team' requests=2 has 0 left"):
+        ref.run("go", timeout=BOUND)  # the lead's request, its child's, and no third
+    totals = store.read_budget("ray-team")
+    assert (totals.spent[0], totals.holds) == (2, 0)

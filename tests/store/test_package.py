@@ -34,7 +34,7 @@ def test_all_is_sorted_and_complete() -> None:
         actors.store._sqlite,
     ]
     defined = {name for module in private for name in module.__all__}
-    assert set(names) == defined | {"SessionStore"}
+    assert set(names) == defined | {"SessionStore", "BudgetStore", "BudgetTotals"}
     for name in names:
         assert getattr(actors.store, name) is not None
 
