@@ -17,7 +17,7 @@ import psycopg.conninfo
 import pytest
 import structlog
 
-from actors import AgentContext
+from actors import AgentContext, UserMessage
 from actors.exceptions import (
     CorruptStoreError,
     DatabaseNotFoundError,
@@ -29,7 +29,7 @@ from actors.exceptions import (
     UserError,
 )
 from actors.store import AgentRecord, PostgresStore, SessionStore, _pg_sql
-from actors.store.conformance import StoreConformance, sample_context
+from actors.store.conformance import StoreConformance, sample_context, screenshot
 
 from .crash_child import BATCH, event
 from .tcp_proxy import Proxy
@@ -48,6 +48,18 @@ class TestPostgresStore(StoreConformance):
     def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
         assert isinstance(store, PostgresStore)
         return PostgresStore(self.dsn, schema=store.schema)
+
+    def _raw(self, store: SessionStore, query: str) -> list[tuple[object, ...]]:
+        assert isinstance(store, PostgresStore)
+        with admin(self.dsn) as conn:
+            return conn.execute(query.replace("{s}", f'"{store.schema}"')).fetchall()
+
+    def stored_payloads(self, store: SessionStore) -> list[str] | None:
+        query = "SELECT data FROM {s}.events UNION ALL SELECT data FROM {s}.snapshots"
+        return [str(row[0]) for row in self._raw(store, query)]
+
+    def stored_blob_count(self, store: SessionStore) -> int | None:
+        return int(str(self._raw(store, "SELECT COUNT(*) FROM {s}.blobs")[0][0]))
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -113,9 +125,11 @@ def test_tables_live_in_the_schema_with_its_version(postgres_dsn: str, schema: s
         "owners",
         "snapshots",
         "forks",
+        "blobs",
+        "blob_refs",
         "schema_version",
     }
-    assert version == _pg_sql.SCHEMA_VERSION == 3
+    assert version == _pg_sql.SCHEMA_VERSION == 4
 
 
 def test_reopen_keeps_everything(postgres_dsn: str, schema: str) -> None:
@@ -180,7 +194,9 @@ def test_an_older_schema_is_migrated_once(
     ):
         assert first.last_seq("s1", "root") == second.last_seq("s1", "root") == 4
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (4,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION + 1,
+        )
         assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".labels').fetchone() == (0,)
 
 
@@ -200,7 +216,9 @@ def test_a_version_1_schema_gains_snapshots_and_keeps_its_logs(
         loaded = store.load("s1", snapshots=True).agent("root")
         assert [e["seq"] for e in loaded.context["events"]] == [3, 4]
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
 
 
 def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
@@ -217,7 +235,9 @@ def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
         store.append_events("f1", "f", [event(3)])
         assert [e["seq"] for e in store.read_events("f1", "f")] == [0, 1, 2, 3]
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
         shared = conn.execute(f'SELECT COUNT(*) FROM "{schema}".events').fetchone()
         assert shared == (6,)  # five of the original, one of the fork: no copy
 
@@ -237,7 +257,9 @@ def test_a_failed_migration_leaves_the_old_schema(
         with pytest.raises(StoreError, match="nowhere"):
             PostgresStore(postgres_dsn, schema=schema)
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
         labels = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".labels',)).fetchone()
         assert labels == (None,)
     with PostgresStore(postgres_dsn, schema=schema) as store:
@@ -519,3 +541,24 @@ def test_without_the_driver_the_store_says_which_extra_to_install() -> None:
     )
     assert "pip install 'actors[postgres]'" in out.stdout
     assert "pw-secret" not in out.stdout
+
+
+def test_a_version_3_schema_gains_blobs_and_reads_its_logs_unchanged(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _pg_sql.migrations
+    with monkeypatch.context() as patch:  # what the previous release wrote: version 3
+        patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:3])
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            fill(store)
+            before = store.read_events("s1", "root")
+    ctx = AgentContext("root")
+    for _ in range(6):
+        ctx.add_message(UserMessage(content=["look", screenshot(1)]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        assert store.read_events("s1", "root") == before
+        store.append_events("s1", "root", ctx.events[5:])
+        assert store.read_events("s1", "root", start=5)[0]["data"] == ctx.events[5].data
+    with admin(postgres_dsn) as conn:
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (4,)
+        assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".blobs').fetchone() == (1,)
