@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from actors import AudioPart, BinaryPart, DocumentPart, ImagePart
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_PAGE_IMAGE_BYTES", "Media"]
+__all__ = ["MAX_IMAGE_BYTES", "MAX_PAGE_IMAGE_BYTES", "Media", "content_label"]
 
 MAX_IMAGE_BYTES: Final = 2_000_000
 """The largest image (decoded bytes) the page embeds as a thumbnail."""
@@ -77,6 +77,24 @@ class Media:
         return True
 
 
+def content_label(content: object) -> str:
+    """A logged message's content as a label: its text, each binary part as a placeholder."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return str(content)
+    bits = []
+    for item in content:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text":
+            bits.append(str(item.get("text", "")))
+        elif kind in _CLASSES:
+            bits.append(_placeholder(_CLASSES[kind].model_construct(**item)))
+    return " ".join(bits)
+
+
 def _placeholder(part: BinaryPart) -> str:
     """``[image image/png, 12.3 kB, shot.png]``, as ``actors sessions show`` writes a part."""
     size = part.size
@@ -87,6 +105,8 @@ def _placeholder(part: BinaryPart) -> str:
         if size < 1_000_000
         else f"{size / 1_000_000:.1f} MB"
     )
+    if part.data is None and part.url is not None:
+        amount = part.url
     bits = [f"{part.type} {part.media_type}".rstrip(), amount]
     if part.name:
         bits.append(part.name)

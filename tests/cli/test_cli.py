@@ -507,3 +507,13 @@ def test_sessions_export_writes_parts_inline_and_they_read_back(
         for line in lines
     ]
     assert AgentContext.from_events(events).messages == ctx.messages
+
+
+def test_sessions_log_summarises_parts_as_placeholders(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    ctx = _session_with_parts(tmp_path / "home")
+    done = inproc(tmp_path / "home")("sessions", "log", "parts", "--plain")
+    assert done.code == 0, done.err
+    assert "What is on screen? [image image/png, 20.0 kB]" in done.out
+    assert ctx.messages[0].content[1].data[:20] not in done.out
