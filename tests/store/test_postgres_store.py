@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -562,3 +564,73 @@ def test_a_version_3_schema_gains_blobs_and_reads_its_logs_unchanged(
     with admin(postgres_dsn) as conn:
         assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (4,)
         assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".blobs').fetchone() == (1,)
+
+
+def wait_for_a_lock(dsn: str, query: str) -> None:
+    """Return once a statement LIKE ``query`` waits for a lock (the server says so)."""
+    with admin(dsn) as watch:
+        deadline = time.monotonic() + 20
+        while not watch.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+            (query,),
+        ).fetchone():
+            assert time.monotonic() < deadline, f"no statement like {query!r} waited for a lock"
+            time.sleep(0.01)  # polling the server: it has no notification of a lock wait
+
+
+def test_a_sweep_waits_for_a_writer_that_refers_to_the_same_blob(
+    postgres_dsn: str, schema: str
+) -> None:
+    """A delete that would sweep a blob waits for a writer holding it, then keeps it."""
+    shot = screenshot(7)
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        store.create_session("s1", root_agent_id="root")
+        store.put_agent("s1", AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", ctx.events)
+        s = f'"{schema}"'
+        with admin(postgres_dsn) as writer, writer.transaction():
+            # What an append of another session does with a blob it finds stored, uncommitted.
+            writer.execute(
+                f"INSERT INTO {s}.blobs AS b (hash, media_type, size, data)"
+                " VALUES (%s, 'image/png', 1, 'x') ON CONFLICT (hash) DO UPDATE SET size = b.size",
+                (shot.sha256,),
+            )
+            writer.execute(f"INSERT INTO {s}.blob_refs VALUES ('s2', %s)", (shot.sha256,))
+            deleting = threading.Thread(target=store.delete, args=("s1",))
+            deleting.start()
+            wait_for_a_lock(postgres_dsn, f"%{schema}%FOR UPDATE%")
+        deleting.join(20)
+        assert not deleting.is_alive()
+    with admin(postgres_dsn) as conn:
+        kept = conn.execute(f"SELECT hash FROM {s}.blobs").fetchall()
+    assert kept == [(shot.sha256,)]
+
+
+def test_a_writer_waits_for_a_sweep_of_the_same_blob_then_stores_it_again(
+    postgres_dsn: str, schema: str
+) -> None:
+    """An append that finds a blob a delete is sweeping waits, then writes it anew."""
+    shot = screenshot(8)
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        for session_id in ("s1", "s2"):
+            store.create_session(session_id, root_agent_id="root")
+            store.put_agent(session_id, AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", ctx.events)
+        s = f'"{schema}"'
+        with admin(postgres_dsn) as sweeper, sweeper.transaction():
+            # What deleting s1 does, uncommitted: its references, then the blob they leave.
+            sweeper.execute(f"DELETE FROM {s}.blob_refs WHERE session_id = 's1'")
+            sweeper.execute(f"SELECT 1 FROM {s}.blobs FOR UPDATE").fetchall()
+            sweeper.execute(f"DELETE FROM {s}.blobs")
+            appending = threading.Thread(
+                target=store.append_events, args=("s2", "root", ctx.events)
+            )
+            appending.start()
+            wait_for_a_lock(postgres_dsn, f"%INSERT INTO {s}.blobs%")
+        appending.join(20)
+        assert not appending.is_alive()
+        assert store.read_events("s2", "root")[0]["data"] == ctx.events[0].data
