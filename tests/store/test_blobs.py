@@ -51,3 +51,19 @@ def test_a_reference_to_a_missing_blob_is_a_damaged_row() -> None:
     rows = [(e.seq, e.type, e.data, e.created_at) for e in stored]
     with pytest.raises(ValueError, match="blob"):
         decode_log(rows, {})
+
+
+def test_parts_anywhere_in_a_payload_are_kept_outside_it() -> None:
+    """A peer message's parts, nested in any event, go to the blobs like a user message's."""
+    shot = screenshot(2)
+    ctx = AgentContext("a")
+    part = shot.model_dump(mode="json")
+    ctx.log_event(
+        "app.peer", {"message": {"from": "b", "content": [{"type": "text", "text": "hi"}, part]}}
+    )
+    stored, blobs = externalize(encode_events("s", "a", ctx.events))
+    assert list(blobs) == [shot.sha256]
+    assert shot.data is not None
+    assert shot.data not in stored[0].data
+    rows = [(e.seq, e.type, e.data, e.created_at) for e in stored]
+    assert decode_log(rows, blobs)[0]["data"] == ctx.events[0].data

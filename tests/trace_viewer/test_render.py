@@ -220,3 +220,21 @@ def test_images_are_drawn_only_from_the_page_itself(demo_page: str) -> None:
     ]
     assert policy is not None
     assert "img-src data:;" in policy
+
+
+def test_write_trace_of_a_stored_session_shows_its_images(tmp_path: Path) -> None:
+    from actors import AgentContext, ImagePart, UserMessage
+    from actors.store import AgentRecord
+
+    from .sessions import png
+
+    shot = ImagePart(data=png(40, 30), media_type="image/png")
+    ctx = AgentContext("viewer")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with SQLiteStore(tmp_path / "s.db") as store:  # the image comes back from the blobs table
+        store.create_session("s", root_agent_id="viewer")
+        store.put_agent("s", AgentRecord("viewer", None, "viewer", "idle"))
+        store.append_events("s", "viewer", ctx.events)
+        path = write_trace(store, "s", tmp_path / "trace.html")
+    data = Page(path.read_text(encoding="utf-8")).data()
+    assert data["media"] == {shot.sha256: shot.data_url()}
