@@ -43,16 +43,27 @@ class Media:
 
         ``value`` itself (not a copy) when it holds no part with data: most events.
         """
-        if type(value) is dict:
-            kind = value.get("type")
-            if kind in _CLASSES and type(value.get("data")) is str:
-                return self._part(kind, value)
-            changed = {key: self.payload(item) for key, item in value.items()}
-            same = all(changed[key] is item for key, item in value.items())
-            return value if same else changed
-        if type(value) is list:
-            items = [self.payload(item) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        kind = type(value)
+        if kind is dict:
+            if value.get("type") in _CLASSES and type(value.get("data")) is str:
+                return self._part(value["type"], value)
+            out: dict[str, Any] | None = None
+            for key, item in value.items():
+                if type(item) is dict or type(item) is list:
+                    shown = self.payload(item)
+                    if shown is not item:
+                        out = dict(value) if out is None else out
+                        out[key] = shown
+            return value if out is None else out
+        if kind is list:
+            copy: list[Any] | None = None
+            for index, item in enumerate(value):
+                if type(item) is dict or type(item) is list:
+                    shown = self.payload(item)
+                    if shown is not item:
+                        copy = list(value) if copy is None else copy
+                        copy[index] = shown
+            return value if copy is None else copy
         return value
 
     def _part(self, kind: str, value: dict[str, Any]) -> dict[str, Any]:
