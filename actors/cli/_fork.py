@@ -6,9 +6,11 @@ import argparse
 import json
 from typing import Any
 
+from actors import UserMessage
 from actors.cli._errors import CliError
 from actors.cli._home import open_store
 from actors.cli._output import Output
+from actors.context._parts import describe_content
 from actors.host import make_rewind
 from actors.store._fork import FORK_KEY
 from actors.store._protocol import has_session
@@ -60,6 +62,8 @@ def _summary(event: dict[str, Any]) -> str:
     data = event.get("data") or {}
     if "content" in data and isinstance(data["content"], str):
         text = data["content"]
+    elif "content" in data and isinstance(data["content"], list):
+        text = _parts_summary(data["content"])
     elif event["type"] == "tool_call" or "name" in data:
         text = f"{data.get('name', '')} {json.dumps(data.get('arguments', {}))}"
     elif "child_id" in data:
@@ -68,6 +72,14 @@ def _summary(event: dict[str, Any]) -> str:
         text = json.dumps(data, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _parts_summary(content: list[Any]) -> str:
+    """A logged message's parts as text, each binary part a placeholder (never its base64)."""
+    try:
+        return describe_content(UserMessage(content=content).content)
+    except ValueError:  # not parts after all (an app's own event): its JSON
+        return json.dumps(content, ensure_ascii=False)
 
 
 def log_session(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ from actors.cli._session import (
     team_specs,
 )
 from actors.cli._view import LiveView, PlainView, View, describe, render_tree
+from actors.context._parts import describe_content
 from actors.exceptions import RunError, UnknownRequestError
 from actors.store import SessionStore, StoredSession
 
@@ -180,7 +181,8 @@ def _message_lines(message: Message, full: bool) -> list[str]:
     if isinstance(message, SystemMessage):
         return [f"system: {_short(str(message.content), full)}"]
     if isinstance(message, UserMessage):
-        return [f"user: {_short(str(message.content), full)}"]
+        # Parts as placeholders ("[image image/png, 51.2 kB]"): never base64 on a terminal.
+        return [f"user: {_short(describe_content(message.content), full)}"]
     if isinstance(message, AssistantMessage):
         lines = [f"assistant: {_short(str(message.content), full)}"] if message.content else []
         for call in message.tool_calls:
@@ -189,7 +191,7 @@ def _message_lines(message: Message, full: bool) -> list[str]:
         return lines
     assert isinstance(message, ToolResultMessage)
     flag = " (error)" if message.is_error else ""
-    return [f"tool {message.tool_name}{flag}: {_short(str(message.content), full)}"]
+    return [f"tool {message.tool_name}{flag}: {_short(describe_content(message.content), full)}"]
 
 
 def _shadowed_lines(events: Sequence[Event], event: Event, full: bool) -> list[str]:
@@ -337,7 +339,11 @@ def resume_session(args: argparse.Namespace) -> int:
 
 
 def export_session(args: argparse.Namespace) -> int:
-    """``actors sessions export ID``: one JSON object per event, agent by agent, in order."""
+    """``actors sessions export ID``: one JSON object per event, agent by agent, in order.
+
+    A part's content is written inline (its base64 ``data``), as the store gives it back: the
+    file stands alone, with no reference into the store's blobs.
+    """
     with open_store(args.db, create=False, store=args.store) as store:
         stored = _load(store, args.session_id)
         for agent in stored.agents:

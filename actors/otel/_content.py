@@ -4,6 +4,11 @@ The conventions' message shape is ``{"role", "parts": [...]}`` with ``text``, ``
 ``tool_call_response`` parts; span attributes hold it as a JSON string (the SDK takes no nested
 values on spans). The transcript is projected from the log as `AgentContext` does: surface
 events append a message, ``replace`` events shadow a range of them.
+
+A message's images, audio and documents never reach a span as base64: a part with data is a
+``{"type": "image", "mime_type", "size"}`` part (a generic part of the conventions), one with
+a URL a ``uri`` part, and in text (a tool's result, steering) a ``[image image/png, 12.3 kB]``
+placeholder.
 """
 
 from __future__ import annotations
@@ -13,18 +18,78 @@ from typing import Any
 
 from actors import Event
 
-__all__ = ["Transcript", "as_json", "message_of"]
+__all__ = ["Transcript", "as_json", "content_text", "message_of"]
+
+_KINDS = frozenset({"image", "audio", "document"})
+
+
+def _size(data: str) -> int:
+    return len(data) * 3 // 4 - data.endswith("=") - data.endswith("==")
+
+
+def _amount(size: int) -> str:
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def _placeholder(part: dict[str, Any]) -> str:
+    bits = [f"{part.get('type')} {part.get('media_type') or ''}".rstrip()]
+    data, url = part.get("data"), part.get("url")
+    bits.append(_amount(_size(data)) if isinstance(data, str) else str(url))
+    if part.get("name"):
+        bits.append(str(part["name"]))
+    return "[" + ", ".join(bits) + "]"
+
+
+def content_text(content: object) -> str:
+    """A logged message's content as text: a binary part as a placeholder, never its data."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        lines = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                lines.append(str(part.get("text", "")))
+            elif isinstance(part, dict) and part.get("type") in _KINDS:
+                lines.append(_placeholder(part))
+        return "\n".join(lines)
+    return str(content)
+
+
+def _parts_of(content: object) -> list[dict[str, Any]]:
+    if not isinstance(content, list):
+        text = content_text(content)
+        return [{"type": "text", "content": text}] if text else []
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            parts.append({"type": "text", "content": str(part.get("text", ""))})
+        elif kind in _KINDS and isinstance(part.get("url"), str):
+            mime = part.get("media_type")
+            parts.append({"type": "uri", "modality": kind, "mime_type": mime, "uri": part["url"]})
+        elif kind in _KINDS:
+            size = _size(part["data"]) if isinstance(part.get("data"), str) else 0
+            parts.append({"type": kind, "mime_type": part.get("media_type"), "size": size})
+    return parts
 
 
 def message_of(data: dict[str, Any]) -> dict[str, Any]:
     """One logged message (a surface event's data) in the conventions' shape."""
     role = str(data.get("role") or "user")
     content = data.get("content")
-    text = content if isinstance(content, str) else ("" if content is None else str(content))
     if role == "tool":
-        part = {"type": "tool_call_response", "id": data.get("tool_call_id"), "response": text}
+        response = content_text(content)
+        part = {"type": "tool_call_response", "id": data.get("tool_call_id"), "response": response}
         return {"role": "tool", "parts": [part]}
-    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+    parts = _parts_of(content)
     for call in data.get("tool_calls") or ():
         if isinstance(call, dict):
             parts.append(

@@ -15,7 +15,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from actors import Event
 from actors.otel import _semconv as sc
-from actors.otel._content import as_json
+from actors.otel._content import as_json, content_text
 from actors.otel._spans import AgentSpans, ns
 
 __all__ = ["read", "restore"]
@@ -200,7 +200,7 @@ def _tool_result(spans: AgentSpans, data: dict[str, Any], at: int, _: object) ->
     call = spans.calls.get(call_id)
     if call is None:  # refused before it ran (unknown tool, bad arguments): a moment
         call = spans.open_call(call_id, _text(data.get("tool_name")), at)
-    content = _text(data.get("content"))
+    content = content_text(data.get("content"))  # a part as a placeholder, never base64
     capture = spans.transcript is not None
     if call.failure is not None:
         error_type, detail = call.failure
@@ -258,7 +258,7 @@ def _resumed(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> Non
 
 
 def _steered(spans: AgentSpans, data: dict[str, Any], at: int, _: object) -> None:
-    attributes = {"actors.content": _text(data.get("content"))} if spans.transcript else {}
+    attributes = {"actors.content": content_text(data.get("content"))} if spans.transcript else {}
     spans.ensure_run(at).span.add_event("actors.steered", attributes, timestamp=at)
 
 

@@ -456,6 +456,8 @@ class Simulation:
 
         Each line holds ``agent_id``, ``seq``, ``type``, ``created_at`` and ``data``, keys
         sorted: the same world and seed give the same bytes. Returns the number of lines.
+        A message's parts (images, audio, documents) are written inline, their base64 in
+        ``data``: the file stands alone.
         A file is written under a temporary name and renamed when complete, so a failure
         never leaves a partial file; text follows the text rule (a lone surrogate, which only
         a log of an older version can hold, is written as U+FFFD).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
@@ -22,6 +22,7 @@ from actors.context._events import Event
 from actors.context._json import MAX_WRAPPED_DEPTH, JsonError, depth_exceeds, json_copy
 from actors.context._serialization import FORMAT_VERSION
 from actors.exceptions import StoreError, UserError
+from actors.store._blobs import Blob, externalize_text, has_refs, inline, may_hold_parts
 from actors.store._records import AgentRecord, StoredAgent
 from actors.store._snapshots import decode_snapshot
 
@@ -38,6 +39,7 @@ __all__ = [
     "decode_time",
     "encode_data",
     "encode_events",
+    "externalize",
     "new_events",
     "stored_agents",
 ]
@@ -230,11 +232,37 @@ def check_own_record(record: object, agent_id: str) -> None:
         )
 
 
-def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]]:
+def externalize(batch: Sequence[EncodedEvent]) -> tuple[list[EncodedEvent], dict[str, Blob]]:
+    """A batch of encoded events with their parts' data replaced by references.
+
+    Returns:
+        The events to store (the same objects where nothing changed) and the blobs they
+        refer to, by hash (each once, however many parts hold it).
+    """
+    found: dict[str, Blob] = {}
+    out: list[EncodedEvent] = []
+    for event in batch:
+        if may_hold_parts(event.data):
+            text = externalize_text(event.data, found)
+            out.append(event if text is event.data else replace(event, data=text))
+        else:
+            out.append(event)
+    return out, found
+
+
+def decode_log(
+    rows: Sequence[tuple[int, str, str, str]], blobs: Mapping[str, Blob] | None = None
+) -> list[dict[str, Any]]:
     """Stored ``(seq, type, data, created_at)`` rows as ``event.model_dump(mode="json")`` gives.
 
+    Args:
+        rows: The stored rows, in seq order.
+        blobs: The blobs the rows refer to (see `actors.store._blobs`), by hash; None for a
+            store that keeps parts inline.
+
     Raises:
-        ValueError: A stored payload is not JSON, or nests too deeply (the store is damaged).
+        ValueError: A stored payload is not JSON, or nests too deeply, or refers to a blob
+            missing from ``blobs`` (the store is damaged).
     """
     joined = "[" + ",".join([_text(row[2]) for row in rows]) + "]"
     try:
@@ -253,6 +281,11 @@ def decode_log(rows: Sequence[tuple[int, str, str, str]]) -> list[dict[str, Any]
             raise ValueError(
                 f"the payload of event {seq} is a {type(payload).__name__}, not an object"
             )
+    if blobs is not None and has_refs(joined):
+        payloads = [
+            inline(payload, blobs) if has_refs(row[2]) else payload
+            for row, payload in zip(rows, payloads, strict=True)
+        ]
     return [
         {"seq": seq, "type": kind, "data": data, "created_at": created_at}
         for (seq, kind, _, created_at), data in zip(rows, payloads, strict=True)
@@ -305,6 +338,7 @@ def stored_agents(
     event_rows: Iterable[Sequence[Any]],
     damaged: Callable[[str, Exception], StoreError],
     snapshots: Mapping[str, tuple[int, str]] | None = None,
+    blobs: Mapping[str, Blob] | None = None,
 ) -> tuple[StoredAgent, ...]:
     """The loaded agents of a session, from its stored rows.
 
@@ -315,6 +349,7 @@ def stored_agents(
         damaged: Makes the error for an agent whose stored row or payload cannot be read.
         snapshots: ``(seq, text)`` of the agents that have a snapshot, when the session is
             loaded with them: their ``event_rows`` start at that seq.
+        blobs: The blobs the rows and snapshots refer to, by hash (see `decode_log`).
 
     Raises:
         StoreError: What ``damaged`` makes, when a stored row or payload cannot be read.
@@ -326,7 +361,7 @@ def stored_agents(
     for row in agent_rows:
         try:
             record = AgentRecord(*row)
-            events = decode_log(rows_of.get(record.agent_id, []))
+            events = decode_log(rows_of.get(record.agent_id, []), blobs)
         except (ValueError, TypeError) as exc:  # UserError is a ValueError too
             raise damaged(str(row[0]) if row else "?", exc) from exc
         stored = (snapshots or {}).get(record.agent_id)
@@ -334,5 +369,6 @@ def stored_agents(
             agents.append(StoredAgent(record, context_blob(record, events)))
         else:
             blob = context_blob(record, events)
-            agents.append(StoredAgent(record, blob, decode_snapshot(stored[1]), stored[0]))
+            snapshot = decode_snapshot(stored[1], blobs)
+            agents.append(StoredAgent(record, blob, snapshot, stored[0]))
     return tuple(agents)

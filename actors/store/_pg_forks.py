@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors.store._fork import ForkedAgent
+from actors.store._pg_blobs import copy_refs
 
 if TYPE_CHECKING:
     from actors.store._pg_link import Connection
@@ -169,12 +170,17 @@ def insert_fork(
 
 
 def detach_forks(conn: Connection, s: str, session_id: str) -> None:
-    """Before the session is deleted: copy into every fork of it the rows it shares."""
+    """Before the session is deleted: copy into every fork of it the rows it shares.
+
+    Each fork takes over the session's blob references too, so the blobs of the prefix stay.
+    """
     rows = conn.execute(
         f"SELECT session_id, agent_id, base_agent, upto FROM {s}.forks"
         " WHERE base_session = %(session)s",
         {"session": session_id},
     ).fetchall()
+    for fork_session in sorted({row[0] for row in rows}):
+        copy_refs(conn, s, session_id, fork_session)
     for fork_session, fork_agent, base_agent, upto in rows:
         params = {
             "session": session_id,

@@ -162,7 +162,26 @@ def migrations(schema: str) -> list[list[str]]:
         _append_function(s, forks=True),
     ]
     # Version 4: budgets shared by processes (`BudgetStore`, see `_pg_budgets`).
-    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s)]
+    # Version 5: binary parts of messages kept once, by hash, outside the events (`_pg_blobs`).
+    blobs_v5 = [
+        f"""
+        CREATE TABLE {s}.blobs (
+            hash       text PRIMARY KEY,
+            media_type text NOT NULL,
+            size       bigint NOT NULL,
+            data       text NOT NULL
+        )
+        """,
+        f"""
+        CREATE TABLE {s}.blob_refs (
+            session_id text NOT NULL,
+            hash       text NOT NULL,
+            PRIMARY KEY (session_id, hash)
+        )
+        """,
+        f"CREATE INDEX blob_refs_hash ON {s}.blob_refs (hash)",
+    ]
+    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s), blobs_v5]
 
 
 def _append_function(s: str, *, forks: bool = False) -> str:

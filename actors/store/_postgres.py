@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _pg_blobs as blobs
 from actors.store import _pg_budgets as budgets
 from actors.store import _pg_forks as forks
 from actors.store._batch import (
@@ -27,9 +28,11 @@ from actors.store._batch import (
     decode_log,
     encode_data,
     encode_events,
+    externalize,
     new_events,
     stored_agents,
 )
+from actors.store._blobs import Blob, externalize_text, referenced
 from actors.store._budgets import (
     BudgetTotals,
     Caps,
@@ -74,10 +77,12 @@ def _driver() -> tuple[type[Target], type[Link]]:
 class PostgresStore(SessionStore):
     """A `SessionStore` in a PostgreSQL database (psycopg 3, with a connection pool).
 
-    Its tables (``sessions``, ``agents``, ``events``, ``owners`` and ``schema_version``) live
-    in one Postgres schema, created with them when missing; a schema of an older version is
-    migrated on open, one of a newer version is refused. Several stores, in one process or on
-    many hosts, may use the same schema at once.
+    Its tables (``sessions``, ``agents``, ``events``, ``snapshots``, ``forks``, ``blobs`` and
+    ``blob_refs``, ``owners`` and ``schema_version``) live in one Postgres schema, created
+    with them when missing; a schema of an older version is migrated on open, one of a newer
+    version is refused. Several stores, in one process or on many hosts, may use the same
+    schema at once. The content of images, audio and documents in messages is kept once per
+    SHA-256 in ``blobs``, referred to from the events, and swept when no session refers to it.
 
     Durability: every `append_events` call is one transaction, committed before it returns,
     and each commit waits until the server has flushed it to its write-ahead log on disk
@@ -275,11 +280,12 @@ class PostgresStore(SessionStore):
     ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         check_storable(session_id, agent_id)
-        batch = encode_events(session_id, agent_id, events)
+        # Parts' data leaves the events for the blobs table (see `actors.store._blobs`).
+        batch, new_blobs = externalize(encode_events(session_id, agent_id, events))
         if record is not None:
             check_own_record(record, agent_id)
         params = self._holds.params(session_id, agent=agent_id, now=self._now())
-        if batch and record is None:
+        if batch and record is None and not new_blobs:
             # The common case in one round trip: the batch continues the stored log. Here: is
             # it contiguous, from a seq >= 0? The server checks that it starts where the log
             # ends, and appends it, or says why not.
@@ -329,6 +335,7 @@ class PostgresStore(SessionStore):
                     self._sql.insert_events,
                     {**params, **self._columns(fresh), "added": len(fresh)},
                 )
+                blobs.put_blobs(conn, self._sql.s, session_id, new_blobs)
 
         self._open().run("appending events", work)
 
@@ -364,7 +371,16 @@ class PostgresStore(SessionStore):
         params = {"session": session_id}
         kept: dict[str, tuple[int, str]] = {}
 
+        found: dict[str, Blob] = {}
+
         def work(conn: Connection) -> tuple[Any, list[Any], list[Any]]:
+            head, agents, events = rows(conn)
+            texts = [row[3] for row in events] + [text for _, text in kept.values()]
+            if hashes := referenced(texts):
+                found.update(blobs.fetch(conn, self._sql.s, hashes))
+            return head, agents, events
+
+        def rows(conn: Connection) -> tuple[Any, list[Any], list[Any]]:
             head = conn.execute(self._sql.load_head, params).fetchone()
             if head is None:
                 raise self._missing(session_id)
@@ -411,7 +427,7 @@ class PostgresStore(SessionStore):
             )
 
         root, data, created_at, updated_at = head
-        agents = stored_agents(agent_rows, event_rows, damaged, kept)
+        agents = stored_agents(agent_rows, event_rows, damaged, kept, found)
         session_data = self._session_data(session_id, data)
         return StoredSession(session_id, root, session_data, created_at, updated_at, agents)
 
@@ -423,14 +439,19 @@ class PostgresStore(SessionStore):
         end = stop if stop is not None else forks.NO_END
         params = {"session": session_id, "agent": agent_id}
 
+        found: dict[str, Blob] = {}
+
         def work(conn: Connection) -> list[Any]:
             if conn.execute(self._sql.root_of, params).fetchone() is None:
                 raise self._missing(session_id)
-            return forks.read_through(conn, self._sql.s, session_id, agent_id, start, end)
+            rows = forks.read_through(conn, self._sql.s, session_id, agent_id, start, end)
+            if hashes := referenced(row[2] for row in rows):
+                found.update(blobs.fetch(conn, self._sql.s, hashes))
+            return rows
 
         rows = self._open().run("reading events", work, snapshot=True)
         try:
-            return decode_log(rows)
+            return decode_log(rows, found)
         except ValueError as exc:
             raise CorruptStoreError(
                 f"a stored event of agent {agent_id!r} of session {session_id!r} in {self.url} "
@@ -440,6 +461,8 @@ class PostgresStore(SessionStore):
     def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
         """Keep the agent's snapshot. See `SessionStore.put_snapshot`."""
         seq, text = encode_snapshot(session_id, agent_id, snapshot)
+        new_blobs: dict[str, Blob] = {}
+        text = externalize_text(text, new_blobs)
         params = {"session": session_id, "agent": agent_id, "seq": seq, "data": text}
 
         def work(conn: Connection) -> None:
@@ -449,6 +472,7 @@ class PostgresStore(SessionStore):
             if conn.execute(self._sql.agent_exists, params).fetchone() is None:
                 raise self._unknown_agent(session_id, agent_id)
             conn.execute(self._sql.put_snapshot, params)
+            blobs.put_blobs(conn, self._sql.s, session_id, new_blobs)
 
         self._open().run("writing a snapshot", work)
 
@@ -551,6 +575,7 @@ class PostgresStore(SessionStore):
             self._holds.check_writer(conn, session_id)
             forks.detach_forks(conn, self._sql.s, session_id)  # its forks keep their prefixes
             conn.execute(self._sql.delete, {"session": session_id})
+            blobs.drop_refs(conn, self._sql.s, session_id)  # and the blobs no one refers to
 
         self._open().run("deleting a session", work)
 

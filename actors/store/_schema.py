@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError
+from actors.store._sqlite_blobs import create_blobs
 from actors.store._sqlite_budgets import create_budgets
 from actors.store._sqlite_forks import create_forks
 from actors.store._sqlite_owners import create_owners
@@ -120,6 +121,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _create_snapshots,
     create_forks,
     create_budgets,
+    create_blobs,
 ]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 

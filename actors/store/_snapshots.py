@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from actors.exceptions import UserError
+from actors.store._blobs import Blob, has_refs, inline
 
 __all__ = ["decode_snapshot", "encode_snapshot"]
 
@@ -38,12 +39,18 @@ def encode_snapshot(session_id: str, agent_id: str, snapshot: object) -> tuple[i
         raise UserError(f"{where} is not plain JSON: {exc}") from None
 
 
-def decode_snapshot(text: object) -> dict[str, Any]:
-    """A stored snapshot; an empty dict when its text is not a JSON object (it is ignored)."""
+def decode_snapshot(text: object, blobs: Mapping[str, Blob] | None = None) -> dict[str, Any]:
+    """A stored snapshot; an empty dict when its text is not a JSON object (it is ignored).
+
+    ``blobs``: what its parts refer to (see `actors.store._blobs`); a snapshot that refers to
+    a missing blob is ignored too (the log restores the context without it).
+    """
     if not isinstance(text, str):
         return {}
     try:
         value = json.loads(text)
+        if blobs is not None and has_refs(text):
+            value = inline(value, blobs)
     except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

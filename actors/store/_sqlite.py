@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
+from actors.store import _sqlite_blobs as blobs
 from actors.store import _sqlite_budgets as budgets
 from actors.store import _sqlite_forks as forks
 from actors.store import _sqlite_owners as owners
@@ -28,9 +29,11 @@ from actors.store._batch import (
     decode_time,
     encode_data,
     encode_events,
+    externalize,
     new_events,
     stored_agents,
 )
+from actors.store._blobs import Blob, externalize_text, referenced
 from actors.store._budgets import (
     BudgetTotals,
     Caps,
@@ -54,11 +57,14 @@ Durability = Literal["sync", "batch"]
 class SQLiteStore(SessionStore):
     """A `SessionStore` in one SQLite file (standard-library ``sqlite3``, WAL mode).
 
-    The file holds four tables: ``sessions``, ``agents`` (id, parent id, name, status, spawn
+    The file holds the tables ``sessions``, ``agents`` (id, parent id, name, status, spawn
     position), ``events`` (keyed by session, agent and seq, with the type, the payload as
-    JSON text and the timestamp) and ``snapshots`` (one per agent: a seq and JSON text), plus
-    the holders of sessions. Its schema version is the file's ``user_version``: a file of
-    an older version is migrated on open; one of a newer version is refused.
+    JSON text and the timestamp), ``snapshots`` (one per agent: a seq and JSON text) and
+    ``blobs`` (the content of images, audio and documents in messages, once per SHA-256,
+    referred to from the events; swept when no session refers to it), plus the holders of
+    sessions and the forks' shared prefixes. Its schema version is the file's
+    ``user_version``: a file of an older version is migrated on open; one of a newer version
+    is refused.
 
     Durability modes (every `append_events` call is one transaction, committed before it
     returns; the runtime writes the events of a step in one call):
@@ -340,7 +346,8 @@ class SQLiteStore(SessionStore):
     ) -> None:
         """Append a batch of events to an agent's log. See `SessionStore.append_events`."""
         check_storable(session_id, agent_id)
-        batch = encode_events(session_id, agent_id, events)  # outside the lock: pure CPU
+        # Outside the lock: pure CPU. Parts' data leaves the events for the blobs table.
+        batch, new_blobs = externalize(encode_events(session_id, agent_id, events))
         if record is not None:
             check_own_record(record, agent_id)
         with self._transaction("appending events") as conn:
@@ -386,6 +393,7 @@ class SQLiteStore(SessionStore):
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 [(session_id, agent_id, e.seq, e.type, e.data, e.created_at) for e in fresh],
             )
+            blobs.put_blobs(conn, session_id, new_blobs)
             conn.execute(
                 "UPDATE sessions SET updated_at = ?, event_count = event_count + ?"
                 " WHERE session_id = ?",
@@ -434,6 +442,9 @@ class SQLiteStore(SessionStore):
                     " WHERE session_id = ? ORDER BY agent_id, seq",
                     (session_id,),
                 ).fetchall()
+            texts = [row[3] for row in event_rows] + [text for _, text in kept.values()]
+            hashes = referenced(texts)
+            found: dict[str, Blob] = blobs.fetch(conn, hashes) if hashes else {}
 
         # Decoding happens outside the lock, on rows of one consistent snapshot.
         def damaged(agent_id: str, exc: Exception) -> StoreError:
@@ -442,7 +453,7 @@ class SQLiteStore(SessionStore):
                 f"{session_id!r} cannot be read ({exc}). Restore the file from a backup"
             )
 
-        agents = stored_agents(agent_rows, event_rows, damaged, kept)
+        agents = stored_agents(agent_rows, event_rows, damaged, kept, found)
         root, data, created_at, updated_at = head
         with self._damaged(f"session {session_id!r}"):
             return StoredSession(
@@ -470,12 +481,16 @@ class SQLiteStore(SessionStore):
                     " AND agent_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
                     (where, agent, start, below),
                 ).fetchall()
+            hashes = referenced(row[2] for row in rows)
+            found: dict[str, Blob] = blobs.fetch(conn, hashes) if hashes else {}
         with self._damaged(f"agent {agent_id!r} of session {session_id!r}"):
-            return decode_log(rows)
+            return decode_log(rows, found)
 
     def put_snapshot(self, session_id: str, agent_id: str, snapshot: Mapping[str, Any]) -> None:
         """Keep the agent's snapshot. See `SessionStore.put_snapshot`."""
         seq, text = encode_snapshot(session_id, agent_id, snapshot)  # outside the lock
+        found: dict[str, Blob] = {}
+        text = externalize_text(text, found)
         with self._transaction("writing a snapshot") as conn:
             if not self._exists(conn, session_id):
                 raise self._missing(session_id)
@@ -495,6 +510,7 @@ class SQLiteStore(SessionStore):
                 " data = excluded.data",
                 (session_id, agent_id, seq, text),
             )
+            blobs.put_blobs(conn, session_id, found)
 
     def fork(
         self, session_id: str, new_session_id: str, *, at: int | None, root_agent_id: str
@@ -610,6 +626,7 @@ class SQLiteStore(SessionStore):
             forks.detach_forks(conn, session_id)  # its forks keep the prefixes they share
             for table in ("forks", "snapshots", "events", "agents", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            blobs.drop_refs(conn, session_id)  # and the blobs nothing else refers to
 
     def last_seq(self, session_id: str, agent_id: str) -> int:
         """The agent's highest stored seq, -1 when none. See `SessionStore.last_seq`."""

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from actors.store._fork import ForkedAgent
+from actors.store._sqlite_blobs import copy_refs
 
 __all__ = [
     "create_forks",
@@ -116,12 +117,15 @@ def insert_fork(
 def detach_forks(conn: sqlite3.Connection, session_id: str) -> None:
     """Before the session is deleted: copy into every fork of it the rows it shares.
 
-    The fork's logical log does not change: only where its prefix is stored.
+    The fork's logical log does not change: only where its prefix is stored. Each fork takes
+    over the session's blob references too, so the blobs of the prefix stay.
     """
     rows = conn.execute(
         "SELECT session_id, agent_id, base_agent, upto FROM forks WHERE base_session = ?",
         (session_id,),
     ).fetchall()
+    for fork_session in sorted({row[0] for row in rows}):
+        copy_refs(conn, session_id, fork_session)
     for fork_session, fork_agent, base_agent, upto in rows:
         conn.execute(
             "INSERT INTO events (session_id, agent_id, seq, type, data, created_at)"

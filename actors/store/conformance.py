@@ -32,6 +32,7 @@ from actors.context._agent_context import AgentContext
 from actors.context._events import Event
 from actors.exceptions import SessionBusyError, SessionNotFoundError, StoreError, UserError
 from actors.store._conformance_base import EPOCH, counting_clock, sample_context
+from actors.store._conformance_blobs import BlobConformance, screenshot
 from actors.store._conformance_budgets import BudgetConformance
 from actors.store._conformance_forks import ForkConformance
 from actors.store._conformance_ownership import OwnershipConformance
@@ -39,13 +40,16 @@ from actors.store._conformance_snapshots import SnapshotConformance
 from actors.store._protocol import SessionStore, begin_session
 from actors.store._records import AgentRecord
 
-__all__ = ["StoreConformance", "counting_clock", "sample_context"]
+__all__ = ["StoreConformance", "counting_clock", "sample_context", "screenshot"]
 
 
 class StoreConformance(
-    OwnershipConformance, SnapshotConformance, ForkConformance, BudgetConformance
+    OwnershipConformance, SnapshotConformance, ForkConformance, BudgetConformance, BlobConformance
 ):
     """Tests every `SessionStore` must pass. Subclass it; implement `make_store` and `make_peer`.
+
+    A store that keeps the content of binary parts outside its events also implements
+    `stored_payloads` and `stored_blob_count`, so the suite checks it is stored once.
 
     The test class's name must start with ``Test`` for pytest to collect it.
     """

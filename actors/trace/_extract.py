@@ -10,6 +10,7 @@ from typing import Any
 
 from actors import AgentContext, Event
 from actors.store import StoredAgent, StoredSession
+from actors.trace._media import content_label
 from actors.trace._model import Lane, Marker, MarkerKind, Span, SpanKind, SpanStatus, Trace
 
 __all__ = ["build_trace"]
@@ -290,7 +291,7 @@ class _LogReader:
     # -- moments ------------------------------------------------------------------------------
 
     def _on_steered(self, event: Event, data: dict[str, Any]) -> None:
-        self._mark("steered", event, _text(data.get("content")))
+        self._mark("steered", event, content_label(data.get("content")))
 
     def _on_cancelled(self, event: Event, data: dict[str, Any]) -> None:
         self._mark("cancelled", event, _text(data.get("reason")) or "cancelled")

@@ -19,6 +19,7 @@ from actors import Usage, __version__
 from actors._files import write_whole
 from actors.store import SessionStore, StoredSession
 from actors.trace._extract import build_trace
+from actors.trace._media import Media
 from actors.trace._model import Lane, Span, Trace
 
 __all__ = ["render_trace", "write_trace"]  # branches_of: for the command only
@@ -37,7 +38,9 @@ def render_trace(
 
     The page shows one lane per agent (parents before their children) with its turns, model
     requests, tool and subagent calls as bars and its suspensions, resumes, steering,
-    cancellations, errors and recoveries as markers; clicking one shows its events' payloads.
+    cancellations, errors and recoveries as markers; clicking one shows its events' payloads,
+    with images in messages as thumbnails and other parts (audio, documents, images over
+    2 MB) as placeholders: no part's base64 is in the page but an embedded image's, once.
     Usage per agent and for the tree comes last. Everything (data, script, styles) is inline,
     and the page's content security policy forbids any request, so it works from ``file://``
     with no network. The events are embedded once, as JSON, and drawn by a small script.
@@ -57,8 +60,9 @@ def render_trace(
     script = _asset("viewer.js")
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     # Only the viewer's own script may run (by its hash): no inline handler, no other script.
+    # Images only from data: URLs, the thumbnails the page embeds: nothing is fetched.
     policy = (
-        "default-src 'none'; style-src 'unsafe-inline'; "
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     )
     values = {
@@ -157,6 +161,8 @@ def _page_data(trace: Trace) -> dict[str, Any]:
     start = trace.start
     t0 = _micros(start) if start is not None else 0
     end = trace.end
+    media = Media()
+    lanes = [_lane_data(lane, t0, media) for lane in trace.lanes]
     return {
         "version": 1,
         "session": {
@@ -169,11 +175,12 @@ def _page_data(trace: Trace) -> dict[str, Any]:
             "branches": [list(branch) for branch in trace.branches],
         },
         "total": _usage(trace.usage),
-        "lanes": [_lane_data(lane, t0) for lane in trace.lanes],
+        "lanes": lanes,
+        "media": media.urls,
     }
 
 
-def _lane_data(lane: Lane, t0: int) -> dict[str, Any]:
+def _lane_data(lane: Lane, t0: int, media: Media) -> dict[str, Any]:
     def at(moment: datetime) -> int:
         return _micros(moment) - t0
 
@@ -187,7 +194,7 @@ def _lane_data(lane: Lane, t0: int) -> dict[str, Any]:
         "status": lane.status,
         "depth": lane.depth,
         "usage": _usage(lane.usage),
-        "events": [[e.seq, e.type, at(e.created_at), e.data] for e in lane.events],
+        "events": [[e.seq, e.type, at(e.created_at), media.payload(e.data)] for e in lane.events],
         "spans": [span(s) for s in lane.spans],
         "markers": [[m.kind, at(m.at), m.label, m.seq] for m in lane.markers],
     }

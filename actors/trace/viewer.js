@@ -238,6 +238,38 @@
     list.append(dd);
   }
 
+  // Binary parts of messages, as the page data holds them: no base64 but an embedded
+  // thumbnail's, which the media table keeps once by hash (see actors/trace/_media.py).
+  function partsOf(value, found) {
+    if (Array.isArray(value)) {
+      for (const item of value) partsOf(item, found);
+    } else if (value && typeof value === "object") {
+      if (typeof value.sha256 === "string" && typeof value.placeholder === "string") {
+        found.push(value);
+      } else {
+        for (const key of Object.keys(value)) partsOf(value[key], found);
+      }
+    }
+    return found;
+  }
+
+  function partsView(parts) {
+    const box = el("div", "parts");
+    for (const part of parts) {
+      const url = part.thumbnail ? (data.media || {})[part.thumbnail] : undefined;
+      if (typeof url === "string" && url.startsWith("data:image/")) {
+        const img = el("img", "thumbnail");
+        img.alt = part.placeholder;
+        img.title = part.placeholder;
+        img.src = url;
+        box.append(img);
+      } else {
+        box.append(el("span", "part-placeholder", part.placeholder));
+      }
+    }
+    return box;
+  }
+
   function showDetails(laneIndex, title, facts, seqs, node) {
     const lane = data.lanes[laneIndex];
     if (selected) selected.classList.remove("selected");
@@ -262,6 +294,8 @@
         el("span", "at", "+" + fmtDuration(event[2])));
       head.title = fmtAt(event[2]);
       item.append(head, el("pre", "payload", JSON.stringify(event[3], null, 2)));
+      const parts = partsOf(event[3], []);
+      if (parts.length) item.append(partsView(parts));
       events.append(item);
     });
     if (seqs.length > MAX_EVENTS_SHOWN) {

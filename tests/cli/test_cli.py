@@ -460,3 +460,60 @@ def test_sessions_show_notes_each_compaction_and_full_shows_what_it_shadows(
     full = inproc(home)("sessions", "show", "c", "--full")
     assert "  | user: number 0\n" in full.out  # the log keeps what the summary shadows
     assert "user: [Summary of the earlier conversation]" in full.out
+
+
+def _session_with_parts(home: Path) -> Any:
+    """A stored session whose messages hold a screenshot and a PDF; its context."""
+    from actors import AgentContext, ToolResultMessage, UserMessage
+    from actors.context._parts import DocumentPart
+    from actors.store import AgentRecord, SQLiteStore
+    from actors.store.conformance import screenshot
+
+    ctx = AgentContext("viewer")
+    ctx.add_message(UserMessage(content=["What is on screen?", screenshot(1, size=20_000)]))
+    pdf = DocumentPart(data=b"%PDF-1.4 x", media_type="application/pdf", name="r.pdf")
+    ctx.add_message(ToolResultMessage(tool_call_id="c1", tool_name="fetch", content=[pdf]))
+    home.mkdir(exist_ok=True)
+    with SQLiteStore(home / "sessions.sqlite") as store:
+        store.create_session("parts", root_agent_id="viewer")
+        store.put_agent("parts", AgentRecord("viewer", None, "viewer", "idle"))
+        store.append_events("parts", "viewer", ctx.events)
+    return ctx
+
+
+def test_sessions_show_prints_parts_as_placeholders(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    ctx = _session_with_parts(tmp_path / "home")
+    shown = inproc(tmp_path / "home")("sessions", "show", "parts", "--full")
+    assert shown.code == 0, shown.err
+    assert "user: What is on screen?\n    [image image/png, 20.0 kB]" in shown.out
+    assert "tool fetch: [document application/pdf, 10 B, r.pdf]" in shown.out
+    assert ctx.messages[0].content[1].data[:40] not in shown.out
+
+
+def test_sessions_export_writes_parts_inline_and_they_read_back(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    from actors import AgentContext, Event
+
+    ctx = _session_with_parts(tmp_path / "home")
+    done = inproc(tmp_path / "home")("sessions", "export", "parts")
+    assert done.code == 0, done.err
+    lines = [json.loads(line) for line in done.out.splitlines()]
+    assert lines[0]["data"]["content"][1]["data"] == ctx.messages[0].content[1].data
+    events = [
+        Event(seq=line["seq"], type=line["type"], data=line["data"], created_at=line["created_at"])
+        for line in lines
+    ]
+    assert AgentContext.from_events(events).messages == ctx.messages
+
+
+def test_sessions_log_summarises_parts_as_placeholders(
+    inproc: Callable[[Path | None], Actors], tmp_path: Path
+) -> None:
+    ctx = _session_with_parts(tmp_path / "home")
+    done = inproc(tmp_path / "home")("sessions", "log", "parts", "--plain")
+    assert done.code == 0, done.err
+    assert "What is on screen? [image image/png, 20.0 kB]" in done.out
+    assert ctx.messages[0].content[1].data[:20] not in done.out

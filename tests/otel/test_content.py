@@ -125,3 +125,50 @@ def test_an_explicit_no_wins_over_the_environment(
     spans = tracing(capture_content=False)
     run_forecaster()
     assert "gen_ai.tool.call.result" not in attrs(spans.one("execute_tool weather"))
+
+
+def test_parts_are_recorded_without_their_data(tracing: Callable[..., Spans]) -> None:
+    """An image, a PDF and a URL in the transcript: kinds, types and sizes, never base64."""
+    from actors import AgentContext, DocumentPart, ImagePart, ToolResultMessage, UserMessage
+    from actors.otel._content import Transcript, content_text
+    from actors.store.conformance import screenshot
+
+    shot = screenshot(1)
+    pdf = DocumentPart(data=b"%PDF-1.4 x", media_type="application/pdf", name="r.pdf")
+    link = ImagePart(url="https://example.com/a.png", media_type="image/png")
+    ctx = AgentContext("a")
+    ctx.add_message(UserMessage(content=["look", shot, link]))
+    ctx.add_message(ToolResultMessage(tool_call_id="c", tool_name="fetch", content=["got", pdf]))
+    transcript = Transcript()
+    for event in ctx.events:
+        transcript.read(event)
+    assert transcript.messages == [
+        {
+            "role": "user",
+            "parts": [
+                {"type": "text", "content": "look"},
+                {"type": "image", "mime_type": "image/png", "size": shot.size},
+                {
+                    "type": "uri",
+                    "modality": "image",
+                    "mime_type": "image/png",
+                    "uri": "https://example.com/a.png",
+                },
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": "c",
+                    "response": "got\n[document application/pdf, 10 B, r.pdf]",
+                }
+            ],
+        },
+    ]
+    assert content_text(ctx.events[0].data["content"]) == (
+        "look\n[image image/png, 1.5 kB]\n[image image/png, https://example.com/a.png]"
+    )
+    assert shot.data is not None
+    assert shot.data[:40] not in json.dumps(transcript.messages)

@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import psycopg.conninfo
 import pytest
 import structlog
 
-from actors import AgentContext
+from actors import AgentContext, UserMessage
 from actors.exceptions import (
     CorruptStoreError,
     DatabaseNotFoundError,
@@ -29,7 +31,7 @@ from actors.exceptions import (
     UserError,
 )
 from actors.store import AgentRecord, PostgresStore, SessionStore, _pg_sql
-from actors.store.conformance import StoreConformance, sample_context
+from actors.store.conformance import StoreConformance, sample_context, screenshot
 
 from .crash_child import BATCH, event
 from .tcp_proxy import Proxy
@@ -48,6 +50,18 @@ class TestPostgresStore(StoreConformance):
     def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
         assert isinstance(store, PostgresStore)
         return PostgresStore(self.dsn, schema=store.schema)
+
+    def _raw(self, store: SessionStore, query: str) -> list[tuple[object, ...]]:
+        assert isinstance(store, PostgresStore)
+        with admin(self.dsn) as conn:
+            return conn.execute(query.replace("{s}", f'"{store.schema}"')).fetchall()
+
+    def stored_payloads(self, store: SessionStore) -> list[str] | None:
+        query = "SELECT data FROM {s}.events UNION ALL SELECT data FROM {s}.snapshots"
+        return [str(row[0]) for row in self._raw(store, query)]
+
+    def stored_blob_count(self, store: SessionStore) -> int | None:
+        return int(str(self._raw(store, "SELECT COUNT(*) FROM {s}.blobs")[0][0]))
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -115,9 +129,11 @@ def test_tables_live_in_the_schema_with_its_version(postgres_dsn: str, schema: s
         "forks",
         "budgets",
         "budget_holds",
+        "blobs",
+        "blob_refs",
         "schema_version",
     }
-    assert version == _pg_sql.SCHEMA_VERSION == 4
+    assert version == _pg_sql.SCHEMA_VERSION == 5
 
 
 def test_reopen_keeps_everything(postgres_dsn: str, schema: str) -> None:
@@ -183,7 +199,7 @@ def test_an_older_schema_is_migrated_once(
         assert first.last_seq("s1", "root") == second.last_seq("s1", "root") == 4
     with admin(postgres_dsn) as conn:
         assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
-            len(real(schema)) + 1,
+            _pg_sql.SCHEMA_VERSION + 1,
         )
         assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".labels').fetchone() == (0,)
 
@@ -529,3 +545,96 @@ def test_without_the_driver_the_store_says_which_extra_to_install() -> None:
     )
     assert "pip install 'actors[postgres]'" in out.stdout
     assert "pw-secret" not in out.stdout
+
+
+def test_a_version_3_schema_gains_blobs_and_reads_its_logs_unchanged(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _pg_sql.migrations
+    with monkeypatch.context() as patch:  # what the previous release wrote: version 3
+        patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:3])
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            fill(store)
+            before = store.read_events("s1", "root")
+    ctx = AgentContext("root")
+    for _ in range(6):
+        ctx.add_message(UserMessage(content=["look", screenshot(1)]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        assert store.read_events("s1", "root") == before
+        store.append_events("s1", "root", ctx.events[5:])
+        assert store.read_events("s1", "root", start=5)[0]["data"] == ctx.events[5].data
+    with admin(postgres_dsn) as conn:
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
+        assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".blobs').fetchone() == (1,)
+
+
+def wait_for_a_lock(dsn: str, query: str) -> None:
+    """Return once a statement LIKE ``query`` waits for a lock (the server says so)."""
+    with admin(dsn) as watch:
+        deadline = time.monotonic() + 20
+        while not watch.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+            (query,),
+        ).fetchone():
+            assert time.monotonic() < deadline, f"no statement like {query!r} waited for a lock"
+            time.sleep(0.01)  # polling the server: it has no notification of a lock wait
+
+
+def test_a_sweep_waits_for_a_writer_that_refers_to_the_same_blob(
+    postgres_dsn: str, schema: str
+) -> None:
+    """A delete that would sweep a blob waits for a writer holding it, then keeps it."""
+    shot = screenshot(7)
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        store.create_session("s1", root_agent_id="root")
+        store.put_agent("s1", AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", ctx.events)
+        s = f'"{schema}"'
+        with admin(postgres_dsn) as writer, writer.transaction():
+            # What an append of another session does with a blob it finds stored, uncommitted.
+            writer.execute(
+                f"INSERT INTO {s}.blobs AS b (hash, media_type, size, data)"
+                " VALUES (%s, 'image/png', 1, 'x') ON CONFLICT (hash) DO UPDATE SET size = b.size",
+                (shot.sha256,),
+            )
+            writer.execute(f"INSERT INTO {s}.blob_refs VALUES ('s2', %s)", (shot.sha256,))
+            deleting = threading.Thread(target=store.delete, args=("s1",))
+            deleting.start()
+            wait_for_a_lock(postgres_dsn, f"%{schema}%FOR UPDATE%")
+        deleting.join(20)
+        assert not deleting.is_alive()
+    with admin(postgres_dsn) as conn:
+        kept = conn.execute(f"SELECT hash FROM {s}.blobs").fetchall()
+    assert kept == [(shot.sha256,)]
+
+
+def test_a_writer_waits_for_a_sweep_of_the_same_blob_then_stores_it_again(
+    postgres_dsn: str, schema: str
+) -> None:
+    """An append that finds a blob a delete is sweeping waits, then writes it anew."""
+    shot = screenshot(8)
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        for session_id in ("s1", "s2"):
+            store.create_session(session_id, root_agent_id="root")
+            store.put_agent(session_id, AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", ctx.events)
+        s = f'"{schema}"'
+        with admin(postgres_dsn) as sweeper, sweeper.transaction():
+            # What deleting s1 does, uncommitted: its references, then the blob they leave.
+            sweeper.execute(f"DELETE FROM {s}.blob_refs WHERE session_id = 's1'")
+            sweeper.execute(f"SELECT 1 FROM {s}.blobs FOR UPDATE").fetchall()
+            sweeper.execute(f"DELETE FROM {s}.blobs")
+            appending = threading.Thread(
+                target=store.append_events, args=("s2", "root", ctx.events)
+            )
+            appending.start()
+            wait_for_a_lock(postgres_dsn, f"%INSERT INTO {s}.blobs%")
+        appending.join(20)
+        assert not appending.is_alive()
+        assert store.read_events("s2", "root")[0]["data"] == ctx.events[0].data

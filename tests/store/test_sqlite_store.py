@@ -11,10 +11,11 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from actors import AgentContext
+from actors import AgentContext, UserMessage
 from actors.exceptions import (
     CorruptStoreError,
     SchemaVersionError,
@@ -23,11 +24,17 @@ from actors.exceptions import (
     UserError,
 )
 from actors.store import AgentRecord, SessionStore, SQLiteStore, _owner, _schema
-from actors.store.conformance import StoreConformance, sample_context
+from actors.store.conformance import StoreConformance, sample_context, screenshot
 
 from .crash_child import BATCH, event
 
 CHILD = Path(__file__).with_name("crash_child.py")
+
+
+def _raw(store: SessionStore, query: str) -> list[tuple[Any, ...]]:
+    assert isinstance(store, SQLiteStore)
+    with sqlite3.connect(store.path) as conn:
+        return conn.execute(query).fetchall()
 
 
 class TestSQLiteStore(StoreConformance):
@@ -36,6 +43,13 @@ class TestSQLiteStore(StoreConformance):
 
     def make_peer(self, store: SessionStore, tmp_path: Path) -> SessionStore:
         return SQLiteStore(tmp_path / "sessions.db")
+
+    def stored_payloads(self, store: SessionStore) -> list[str] | None:
+        query = "SELECT data FROM events UNION ALL SELECT data FROM snapshots"
+        return [row[0] for row in _raw(store, query)]
+
+    def stored_blob_count(self, store: SessionStore) -> int | None:
+        return int(_raw(store, "SELECT COUNT(*) FROM blobs")[0][0])
 
 
 class TestSQLiteStoreSync(StoreConformance):
@@ -96,7 +110,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 6
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -139,7 +153,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,7 +211,7 @@ def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
         store.acquire("s1")
         assert store.load("s1").root_agent_id == "root"
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
         assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
 
 
@@ -225,7 +239,7 @@ def test_a_version_2_file_gains_the_snapshots_table_and_keeps_its_logs(path: Pat
         store.put_snapshot("s1", "root", {"seq": 1})
         assert store.load("s1", snapshots=True).agent("root").first_seq == 1
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
@@ -438,7 +452,47 @@ def test_a_version_3_file_gains_the_forks_table_and_forks(path: Path) -> None:
         store.fork("s1", "f1", at=0, root_agent_id="f")
         assert [e["seq"] for e in store.read_events("f1", "f")] == [0]
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
         assert conn.execute("SELECT COUNT(*) FROM forks").fetchone()[0] == 1
         # Shared by reference: the fork's event is the original's row, not a copy.
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2
+
+
+def test_a_version_4_file_gains_blobs_and_reads_its_logs_unchanged(path: Path) -> None:
+    with raw(path) as conn:  # what the previous release wrote: migrations 1 to 4
+        conn.execute("BEGIN IMMEDIATE")
+        for migration in _schema.MIGRATIONS[:4]:
+            migration(conn)
+        conn.execute("PRAGMA user_version = 4")
+        conn.execute("COMMIT")
+        now = "2025-01-01T00:00:00+00:00"
+        conn.execute("INSERT INTO sessions VALUES ('s1', 'root', '{}', ?, ?, 1)", (now, now))
+        conn.execute("INSERT INTO agents VALUES ('s1', 'root', NULL, 'root', 'idle', 0)")
+        old = json.dumps({"role": "user", "content": "hi"})
+        conn.execute(
+            "INSERT INTO events VALUES ('s1', 'root', 0, 'user_message', ?, ?)",
+            (old, "2025-01-01T00:00:00Z"),
+        )
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content="hi"))
+    ctx.add_message(UserMessage(content=["and this", screenshot(1)]))
+    with SQLiteStore(path) as store:
+        assert store.read_events("s1", "root")[0]["data"] == json.loads(old)
+        store.append_events("s1", "root", ctx.events[1:])
+        assert store.read_events("s1", "root")[1]["data"] == ctx.events[1].data
+    with raw(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
+        assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone()[0] == 1
+
+
+def test_a_missing_blob_is_a_damaged_file(path: Path) -> None:
+    ctx = AgentContext("root")
+    ctx.add_message(UserMessage(content=["look", screenshot(1)]))
+    with SQLiteStore(path) as store:
+        store.create_session("s1", root_agent_id="root")
+        store.put_agent("s1", AgentRecord("root", None, "spec", "idle"))
+        store.append_events("s1", "root", ctx.events)
+    with raw(path) as conn:
+        conn.execute("DELETE FROM blobs")
+    with SQLiteStore(path) as store, pytest.raises(CorruptStoreError, match="blob"):
+        store.load("s1")

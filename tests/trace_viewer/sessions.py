@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import struct
 import threading
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -191,3 +194,55 @@ def big_session(
         ref = runtime.spawn(lead, store=store, session_id=session_id)
         assert ref.run("look everything up", timeout=120).status == "completed"
     return store.load(session_id)
+
+
+def png(width: int, height: int) -> bytes:
+    """A valid PNG of ``width`` x ``height`` grey pixels."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    rows = b"".join(
+        b"\x00" + bytes([(x * 255) // width for x in range(width)]) for _ in range(height)
+    )
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+@functools.cache
+def with_parts() -> tuple[StoredSession, dict[str, Any]]:
+    """The recorder's session, its prompt replaced by one with parts, and those parts.
+
+    The prompt holds a small screenshot (a real 400x300 PNG) twice, a 3 MB image and a 20 MB
+    PDF (as an application would send them once the loop takes parts). Made once per process
+    (the big parts take seconds to check on each way through the store): do not change it.
+    """
+    from actors import DocumentPart, ImagePart, UserMessage
+
+    small = ImagePart(data=png(400, 300), media_type="image/png")
+    large = ImagePart(data=b"\x89PNG\r\n\x1a\n" + bytes(3_000_000), media_type="image/png")
+    pdf = DocumentPart(
+        data=b"%PDF-1.4\n" + bytes(20_000_000), media_type="application/pdf", name="big.pdf"
+    )
+    prompt = UserMessage(content=["record a", small, small, large, pdf])
+    with MemoryStore() as finished, Runtime(clock=clock()) as runtime:
+        runtime.spawn(recorder(), store=finished, session_id="s").run("record a", timeout=BOUND)
+        events = [Event.model_validate(e) for e in finished.load("s").agents[0].context["events"]]
+    events = [
+        e.model_copy(update={"data": prompt.model_dump(mode="json")})
+        if e.type == "user_message"
+        else e
+        for e in events
+    ]
+    with MemoryStore() as store:
+        store.create_session("s", root_agent_id="recorder")
+        store.put_agent("s", AgentRecord("recorder", None, "recorder", "idle"))
+        store.append_events("s", "recorder", events)
+        return store.load("s"), {"small": small, "large": large, "pdf": pdf}

@@ -231,3 +231,31 @@ def test_a_fork_links_its_original_and_its_branches(driver: Any, tmp_path: Path)
     open_page(driver, tmp_path / "trace-b1.html")
     assert driver.find_element(By.ID, "lineage").text == "forked from d1 after its event 3"
     assert page_errors(driver) == []
+
+
+def test_an_image_in_a_prompt_is_a_thumbnail_and_big_parts_are_placeholders(
+    driver: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from .sessions import with_parts
+
+    session, parts = with_parts()
+    target = tmp_path / "parts.html"
+    target.write_text(render_trace(session), encoding="utf-8")
+    open_page(driver, target)
+    click(driver, "#lanes .bar.k-turn")
+    thumbnails = driver.find_elements(By.CSS_SELECTOR, "#details-events .parts img.thumbnail")
+    assert len(thumbnails) == 2  # the screenshot, twice in the prompt
+    for image in thumbnails:
+        assert image.get_attribute("src") == parts["small"].data_url()
+        assert driver.execute_script("return arguments[0].naturalWidth", image) == 400
+        assert image.size["height"] <= 160
+    placeholders = [
+        e.text for e in driver.find_elements(By.CSS_SELECTOR, "#details-events .part-placeholder")
+    ]
+    assert placeholders == [
+        "[image image/png, 3.0 MB]",
+        "[document application/pdf, 20.0 MB, big.pdf]",
+    ]
+    assert page_errors(driver) == []

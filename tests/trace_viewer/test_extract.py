@@ -283,3 +283,18 @@ def test_a_compaction_is_a_marker_and_the_shadowed_events_stay_in_the_trace() ->
     assert prompts == [f"number {n}" for n in range(20)]  # shadowed ones included
     compacted = [e for e in lane.events if e.type == "compacted"]
     assert [m.seq for m in marks] == [e.seq for e in compacted]
+
+
+def test_a_steering_message_with_parts_is_labelled_with_placeholders() -> None:
+    from actors.trace._media import content_label
+
+    label = content_label(
+        [
+            {"type": "text", "text": "look at this"},
+            {"type": "image", "media_type": "image/png", "data": "iVBORw0KGgo" + "A" * 1331},
+            {"type": "image", "media_type": "image/png", "url": "https://example.com/a.png"},
+        ]
+    )
+    assert label == (
+        "look at this [image image/png, 1.0 kB] [image image/png, https://example.com/a.png]"
+    )

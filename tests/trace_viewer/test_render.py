@@ -18,7 +18,7 @@ from actors.store import MemoryStore, SQLiteStore
 from actors.testing import ScriptedModel, call
 from actors.trace import build_trace, render_trace, write_trace
 
-from .sessions import demo_session, session_of
+from .sessions import demo_session, session_of, with_parts
 
 HOSTILE = "</script><img src=x onerror=\"document.title='pwned'\"><!-- @@SCRIPT@@ \u2028 &amp;"
 
@@ -184,3 +184,57 @@ def test_fork_points_are_marked_and_branches_linked(tmp_path: Path) -> None:
     assert fork["session"]["branches"] == []
     marks = [m for m in fork["lanes"][0]["markers"] if m[0] == "fork"]
     assert [(m[2], m[3]) for m in marks] == [("forked from d1", at)]
+
+
+def test_images_are_embedded_once_as_thumbnails_and_big_parts_are_placeholders() -> None:
+    session, parts = with_parts()
+    page = render_trace(session)
+    assert len(page) < 200_000  # the 20 MB document and the 3 MB image are not in it
+    for part in parts.values():
+        assert part.data[:200] not in page.replace(parts["small"].data, "")
+    assert page.count(parts["small"].data) == 1  # the same screenshot twice: embedded once
+    data = Page(page).data()
+    assert data["media"] == {parts["small"].sha256: parts["small"].data_url()}
+    (prompt,) = [e[3] for e in data["lanes"][0]["events"] if e[1] == "user_message"]
+    text, small, again, large, pdf = prompt["content"]
+    assert text == {"type": "text", "text": "record a"}
+    assert small == again
+    assert small == {
+        "type": "image",
+        "media_type": "image/png",
+        "size": parts["small"].size,
+        "sha256": parts["small"].sha256,
+        "placeholder": "[image image/png, 1.1 kB]",
+        "thumbnail": parts["small"].sha256,
+    }
+    assert "thumbnail" not in large
+    assert large["placeholder"] == "[image image/png, 3.0 MB]"
+    assert pdf["placeholder"] == "[document application/pdf, 20.0 MB, big.pdf]"
+
+
+def test_images_are_drawn_only_from_the_page_itself(demo_page: str) -> None:
+    (policy,) = [
+        attrs["content"]
+        for tag, attrs in Page(demo_page).tags
+        if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy"
+    ]
+    assert policy is not None
+    assert "img-src data:;" in policy
+
+
+def test_write_trace_of_a_stored_session_shows_its_images(tmp_path: Path) -> None:
+    from actors import AgentContext, ImagePart, UserMessage
+    from actors.store import AgentRecord
+
+    from .sessions import png
+
+    shot = ImagePart(data=png(40, 30), media_type="image/png")
+    ctx = AgentContext("viewer")
+    ctx.add_message(UserMessage(content=["look", shot]))
+    with SQLiteStore(tmp_path / "s.db") as store:  # the image comes back from the blobs table
+        store.create_session("s", root_agent_id="viewer")
+        store.put_agent("s", AgentRecord("viewer", None, "viewer", "idle"))
+        store.append_events("s", "viewer", ctx.events)
+        path = write_trace(store, "s", tmp_path / "trace.html")
+    data = Page(path.read_text(encoding="utf-8")).data()
+    assert data["media"] == {shot.sha256: shot.data_url()}
