@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError
+from actors.store._sqlite_fences import create_fences
 from actors.store._sqlite_forks import create_forks
 from actors.store._sqlite_owners import create_owners
 
@@ -118,6 +119,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     create_owners,
     _create_snapshots,
     create_forks,
+    create_fences,
 ]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 

@@ -32,6 +32,7 @@ from actors.context._agent_context import AgentContext
 from actors.context._events import Event
 from actors.exceptions import SessionBusyError, SessionNotFoundError, StoreError, UserError
 from actors.store._conformance_base import EPOCH, counting_clock, sample_context
+from actors.store._conformance_fencing import FencingConformance
 from actors.store._conformance_forks import ForkConformance
 from actors.store._conformance_ownership import OwnershipConformance
 from actors.store._conformance_snapshots import SnapshotConformance
@@ -41,7 +42,9 @@ from actors.store._records import AgentRecord
 __all__ = ["StoreConformance", "counting_clock", "sample_context"]
 
 
-class StoreConformance(OwnershipConformance, SnapshotConformance, ForkConformance):
+class StoreConformance(
+    OwnershipConformance, FencingConformance, SnapshotConformance, ForkConformance
+):
     """Tests every `SessionStore` must pass. Subclass it; implement `make_store` and `make_peer`.
 
     The test class's name must start with ``Test`` for pytest to collect it.

@@ -21,6 +21,7 @@ from actors import AgentContext
 from actors.exceptions import (
     CorruptStoreError,
     DatabaseNotFoundError,
+    FencedWriteError,
     SchemaVersionError,
     SessionBusyError,
     StoreAuthenticationError,
@@ -113,9 +114,10 @@ def test_tables_live_in_the_schema_with_its_version(postgres_dsn: str, schema: s
         "owners",
         "snapshots",
         "forks",
+        "fences",
         "schema_version",
     }
-    assert version == _pg_sql.SCHEMA_VERSION == 3
+    assert version == _pg_sql.SCHEMA_VERSION == 4
 
 
 def test_reopen_keeps_everything(postgres_dsn: str, schema: str) -> None:
@@ -180,7 +182,9 @@ def test_an_older_schema_is_migrated_once(
     ):
         assert first.last_seq("s1", "root") == second.last_seq("s1", "root") == 4
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (4,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION + 1,
+        )
         assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".labels').fetchone() == (0,)
 
 
@@ -190,6 +194,7 @@ def test_a_version_1_schema_gains_snapshots_and_keeps_its_logs(
     real = _pg_sql.migrations
     with monkeypatch.context() as patch:  # what the previous release wrote: version 1
         patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:1])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
         with PostgresStore(postgres_dsn, schema=schema) as store:
             fill(store)
     with admin(postgres_dsn) as conn:
@@ -200,7 +205,9 @@ def test_a_version_1_schema_gains_snapshots_and_keeps_its_logs(
         loaded = store.load("s1", snapshots=True).agent("root")
         assert [e["seq"] for e in loaded.context["events"]] == [3, 4]
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
 
 
 def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
@@ -209,6 +216,7 @@ def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
     real = _pg_sql.migrations
     with monkeypatch.context() as patch:  # what the previous release wrote: version 2
         patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:2])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
         with PostgresStore(postgres_dsn, schema=schema) as store:
             fill(store)
     with PostgresStore(postgres_dsn, schema=schema) as store:
@@ -217,9 +225,32 @@ def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
         store.append_events("f1", "f", [event(3)])
         assert [e["seq"] for e in store.read_events("f1", "f")] == [0, 1, 2, 3]
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
         shared = conn.execute(f'SELECT COUNT(*) FROM "{schema}".events').fetchone()
         assert shared == (6,)  # five of the original, one of the fork: no copy
+
+
+def test_a_version_3_schema_gains_fences_and_its_append_heeds_them(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _pg_sql.migrations
+    with monkeypatch.context() as patch:  # what the previous release wrote: version 3
+        patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:3])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            fill(store)
+    with (
+        PostgresStore(postgres_dsn, schema=schema) as old,
+        PostgresStore(postgres_dsn, schema=schema) as new,
+    ):
+        assert new.fence("s1") == 1
+        # The one-round-trip append (the migrated function) refuses the instance fenced out.
+        with pytest.raises(FencedWriteError):
+            old.append_events("s1", "root", [event(5)])
+        new.append_events("s1", "root", [event(5)])
+        assert old.last_seq("s1", "root") == 5
 
 
 def test_a_failed_migration_leaves_the_old_schema(
@@ -237,7 +268,9 @@ def test_a_failed_migration_leaves_the_old_schema(
         with pytest.raises(StoreError, match="nowhere"):
             PostgresStore(postgres_dsn, schema=schema)
     with admin(postgres_dsn) as conn:
-        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (3,)
+        assert conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchone() == (
+            _pg_sql.SCHEMA_VERSION,
+        )
         labels = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".labels',)).fetchone()
         assert labels == (None,)
     with PostgresStore(postgres_dsn, schema=schema) as store:

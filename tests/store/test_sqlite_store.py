@@ -96,7 +96,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 5
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
@@ -139,7 +139,7 @@ def test_a_version_0_database_is_migrated(path: Path) -> None:
     with SQLiteStore(path) as store:
         store.create_session("s1", root_agent_id="root")
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_an_older_schema_is_migrated_once(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,7 +197,7 @@ def test_a_version_1_file_gains_the_owners_table(path: Path) -> None:
         store.acquire("s1")
         assert store.load("s1").root_agent_id == "root"
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
         assert conn.execute("SELECT COUNT(*) FROM owners").fetchone()[0] == 0  # released
 
 
@@ -225,7 +225,7 @@ def test_a_version_2_file_gains_the_snapshots_table_and_keeps_its_logs(path: Pat
         store.put_snapshot("s1", "root", {"seq": 1})
         assert store.load("s1", snapshots=True).agent("root").first_seq == 1
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:
@@ -438,7 +438,7 @@ def test_a_version_3_file_gains_the_forks_table_and_forks(path: Path) -> None:
         store.fork("s1", "f1", at=0, root_agent_id="f")
         assert [e["seq"] for e in store.read_events("f1", "f")] == [0]
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
         assert conn.execute("SELECT COUNT(*) FROM forks").fetchone()[0] == 1
         # Shared by reference: the fork's event is the original's row, not a copy.
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2
