@@ -303,7 +303,8 @@ class AgentLoop(
             return [Finish(message.reply, error=error)]
         if not isinstance(message.prompt, str):
             return [Finish(message.reply, error=UserError("a run's prompt must be a str"))]
-        return self._open_run(message.run_id, message.reply, prompt=message.prompt)
+        data = {"key": message.key} if message.key else None
+        return self._open_run(message.run_id, message.reply, data, prompt=message.prompt)
 
     def _open_run(
         self,

@@ -51,8 +51,9 @@ class SQLiteStore(SessionStore):
     The file holds four tables: ``sessions``, ``agents`` (id, parent id, name, status, spawn
     position), ``events`` (keyed by session, agent and seq, with the type, the payload as
     JSON text and the timestamp) and ``snapshots`` (one per agent: a seq and JSON text), plus
-    the holders of sessions and the fences of agents (`fence`). Its schema version is the file's ``user_version``: a file of
-    an older version is migrated on open; one of a newer version is refused.
+    the holders of sessions and the fences of agents (`fence`). Its schema version is the
+    file's ``user_version``: a file of an older version is migrated on open; one of a newer
+    version is refused.
 
     Durability modes (every `append_events` call is one transaction, committed before it
     returns; the runtime writes the events of a step in one call):
