@@ -99,6 +99,9 @@ class RayRuntime:
         max_restarts: How often Ray restarts a host that died (-1: always).
         host_options: More Ray actor options for the hosts (``num_cpus``, ``memory``,
             ``resources``, ``scheduling_strategy``, ``runtime_env``).
+        idle_after: Seconds after which an idle tree with a store is passivated on its host
+            (put to sleep in the store, nothing in memory); the next message, run or
+            `open_session` wakes it. None (the default) keeps agents in memory.
 
     Raises:
         UserError: an argument out of range, or Ray is not installed.
@@ -128,6 +131,7 @@ class RayRuntime:
         tool_context_factory: Callable[[Any], Any] | None = None,
         max_restarts: int = -1,
         host_options: Mapping[str, Any] | None = None,
+        idle_after: float | None = None,
     ) -> None:
         for label, count in (
             ("hosts", hosts),
@@ -139,6 +143,14 @@ class RayRuntime:
         if placement not in PLACEMENTS:
             raise UserError(
                 f"RayRuntime(placement=...) takes one of {list(PLACEMENTS)}, got {placement!r}"
+            )
+        if idle_after is not None and (
+            isinstance(idle_after, bool)
+            or not isinstance(idle_after, int | float)
+            or idle_after < 0
+        ):
+            raise UserError(
+                f"RayRuntime(idle_after=...) takes seconds (>= 0) or None, got {idle_after!r}"
             )
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < -1:
             raise UserError(
@@ -155,6 +167,7 @@ class RayRuntime:
             default_model=default_model,
             placement=placement,
             tool_context_factory=tool_context_factory,
+            idle_after=idle_after,
         )
         check_travels(default_model, "default_model", _SPEC_HINT)
         check_travels(

@@ -55,6 +55,8 @@ class HostConfig:
         placement: Where children go whose `Subagent` names no placement.
         tool_context_factory: Turns a tree's ``tool_context`` into the object its tools see on
             this host, or None to use it as it arrived.
+        idle_after: Seconds after which an idle tree with a store is passivated (put to sleep
+            in its store, nothing in memory), or None to keep agents in memory.
     """
 
     limits: TreeLimits
@@ -63,6 +65,7 @@ class HostConfig:
     default_model: Model | None
     placement: str
     tool_context_factory: Callable[[Any], Any] | None
+    idle_after: float | None = None
 
 
 class HostServer:
@@ -86,7 +89,7 @@ class HostServer:
             workers=config.workers,
             max_tool_threads=config.max_tool_threads,
             clock=system_clock,
-            idle_after=None,
+            idle_after=config.idle_after,
             default_model=config.default_model,
             peers=self.peers,
         )
@@ -272,15 +275,24 @@ class HostServer:
     # -- what the driver asks --------------------------------------------------------------------
 
     def holds(self, agent_id: str) -> bool:
-        """Whether an agent of this id lives on this host (not as a stand-in)."""
+        """Whether an agent of this id lives on this host (not as a stand-in), or sleeps here.
+
+        A passivated agent counts: a message to it wakes it here, from its store.
+        """
         with self.local.lock:
-            return agent_id in self.local.cells
+            if agent_id in self.local.cells:
+                return True
+        return self.local.virtual.dormant(agent_id) is not None
 
     def status(self, agent_id: str) -> Outcome | Missing:
-        """An agent's status."""
+        """An agent's status (a passivated one's as it was put to sleep)."""
         if not self.holds(agent_id):
             return Missing(agent_id)
         return Outcome(self.local.status_of(agent_id))
+
+    def passivate(self, agent_id: str, timeout: float) -> bool:
+        """Put the tree of ``agent_id`` to sleep in its store now, if it is idle."""
+        return self.local.virtual.passivate(agent_id, timeout)
 
     def tree(self, agent_id: str) -> tuple[TreeNode, dict[str, int]] | Missing:
         """The tree under an agent, and which of its nodes are children on other hosts."""
