@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 import uuid
 import weakref
 import zlib
@@ -12,13 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from actors.context._json import plain_metadata
-from actors.exceptions import AgentDefinitionError, UserError
+from actors.exceptions import AgentDefinitionError, HostLostError, UserError
 from actors.host import AgentRef, ApprovalHandler, KeyedLock
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.ray._actor import AgentHostActor
 from actors.ray._client import RayClient, Root, wait_for
+from actors.ray._lane import RESEND_DELAY, RESTART_WAIT
 from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
 from actors.store._protocol import SessionStore, has_session
@@ -517,11 +519,21 @@ class RayRuntime:
         return self._client.host_of(agent_id)
 
     def live_agents(self) -> int:
-        """How many agents run on the hosts together."""
-        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
-        return int(sum(counts))
+        """How many agents run on the hosts together (a host restarting is waited for)."""
+        return sum(self.live_agents_by_host())
 
     def live_agents_by_host(self) -> list[int]:
-        """How many agents run on each host, by host index."""
-        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
-        return [int(c) for c in counts]
+        """How many agents run on each host, by host index (a host restarting is waited for).
+
+        Raises:
+            HostLostError: a host did not come back within 30 s.
+        """
+        deadline = time.monotonic() + RESTART_WAIT
+        while True:
+            try:
+                counts = wait_for([h.live_agents.remote() for h in self._client.handles])
+                return [int(c) for c in counts]
+            except HostLostError:  # Ray answers at once that a restarting host is unavailable
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(RESEND_DELAY)  # nothing to wait on but the restart

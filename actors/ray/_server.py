@@ -334,6 +334,9 @@ class HostServer:
         sent are sent again (the host that died may not have delivered them).
         """
         store, session_id = node.tree.store, node.tree.session_id
+        # The child's own host died (or refused to start it twice): it holds nothing of the
+        # subtree, and asking it would wait for its restart.
+        lost_host = node.ref.host if isinstance(node.ref, RemoteChild) else None
 
         def work() -> None:
             import ray
@@ -343,9 +346,10 @@ class HostServer:
                     calls = [
                         self.peers.call(i, "forget", session_id, node.agent_id)
                         for i in range(len(self.peers.names))
-                        if i != self.index
+                        if i not in (self.index, lost_host)
                     ]
-                    ray.wait(calls, num_returns=len(calls), timeout=30)
+                    if calls:
+                        ray.wait(calls, num_returns=len(calls), timeout=30)
                     for sender, send in close_lost(store, session_id, node.agent_id):
                         self.local.deliver_peer(sender, send)
             except Exception:
