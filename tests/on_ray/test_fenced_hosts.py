@@ -14,10 +14,11 @@ from typing import Any
 
 from actors import Agent, AgentContext
 from actors.exceptions import HostLostError, RunFailedError
+from actors.loop._types import StartRun
 from actors.ray._inbox import deliver
-from actors.ray._inputs import RunInput
-from actors.ray._wire import Outcome, StoreRecipe, Taken, TreeSeed
-from actors.store import SQLiteStore
+from actors.ray._inputs import Adopt, ChildInput, RunInput
+from actors.ray._wire import Outcome, StoreRecipe, Taken, TreeSeed, WireReply
+from actors.store import AgentRecord, SQLiteStore
 from actors.testing import FunctionModel
 
 from .inprocess import BOUND, closed, host_server
@@ -73,3 +74,45 @@ def test_a_run_sent_again_to_the_host_that_took_over_starts_once_and_the_old_hos
         assert ends == ["interrupted", "completed"]  # closed by the restore, not by the old host
         answers = [e.data for e in events if e.type == "assistant_message"]
         assert "answer to hello" not in str(answers)
+
+
+def test_a_child_adopted_again_after_its_host_died_is_not_started_twice(tmp_path: Path) -> None:
+    asked = threading.Event()
+    go_on = threading.Event()
+    prompts: list[str] = []
+
+    def reply(messages: list[Any], tools: list[Any]) -> str:
+        prompts.append(str(messages[-1].content))
+        asked.set()
+        go_on.wait(BOUND)
+        return "done"
+
+    spec = Agent("far", model=FunctionModel(reply))
+    child = AgentContext("lead-sub-1", name="far")
+    with SQLiteStore(tmp_path / "s.db") as store:
+        # What the parent's host wrote before sending the child away: its record, first events.
+        store.create_session("s1", root_agent_id="lead")
+        store.put_agent("s1", AgentRecord("lead", None, "lead", "running"))
+        store.append_events(
+            "s1",
+            "lead-sub-1",
+            child.events,
+            record=AgentRecord("lead-sub-1", "lead", "far", "idle", 1),
+        )
+        seed = TreeSeed(StoreRecipe.of(store), "s1", None)
+        adopt = Adopt(seed, 0, spec, child.serialize(), ("lead", "lead-sub-1"), 1, 1)
+
+        def sent(token: str) -> ChildInput:
+            wire = WireReply(token, "parent", "lead", "lead-sub-1", "lead-run-1", "call-1")
+            return ChildInput(adopt, "lead-sub-1", StartRun("task", ""), wire, False, False)
+
+        with host_server(("h0", "h1")) as old, host_server(("h0", "h1")) as new:
+            assert asyncio.run(deliver(old, [sent("first")]).answers()) == [Taken()]
+            assert asked.wait(BOUND)  # its run started on the first host, which then "dies"
+            # The same call, sent again to the host's next life: it does not start twice.
+            assert asyncio.run(deliver(new, [sent("again")]).answers()) == [Taken()]
+            end = closed(new, "again")
+            assert isinstance(end.error, HostLostError)
+            assert "not started twice" in str(end.error)
+            go_on.set()
+            assert prompts == ["task"]
