@@ -39,6 +39,7 @@ run is under way (a model that misbehaved, a limit that was hit)::
     ├── StoreError                      a session store could not do what was asked
     │   ├── SessionNotFoundError
     │   ├── SessionBusyError            another live store holds the session; nothing written
+    │   ├── FencedWriteError            another writer took the agent over; nothing written
     │   ├── SchemaVersionError
     │   ├── CorruptStoreError
     │   ├── StoreConnectionError        the database server is unreachable, or the link broke
@@ -70,6 +71,7 @@ __all__ = [
     "ContextWindowExceeded",
     "CorruptStoreError",
     "DatabaseNotFoundError",
+    "FencedWriteError",
     "HostLostError",
     "InvalidUpdateError",
     "LimitExceededError",
@@ -406,6 +408,31 @@ class SessionBusyError(StoreError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep the attributes when the error crosses a process boundary (pickle).
         return (type(self), (str(self), self.session_id, self.holder_host, self.holder_pid))
+
+
+class FencedWriteError(StoreError):
+    """Another store instance took the agent over (it fenced it at a newer epoch).
+
+    Nothing was written. A host that takes over an agent (it restores its tree after a crash,
+    or adopts it on another machine) fences it in the store, so the host that ran it before,
+    should it still be running, can never write to it again: it neither appends nor starts a
+    run. The agent is the new writer's now; the old one should stop it.
+
+    Attributes:
+        session_id: The session.
+        agent_id: The agent.
+        epoch: The epoch of the fence that refused the write.
+    """
+
+    def __init__(self, message: str, session_id: str = "", agent_id: str = "", epoch: int = 0):
+        super().__init__(message)
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.epoch = epoch
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the attributes when the error crosses a process boundary (pickle).
+        return (type(self), (str(self), self.session_id, self.agent_id, self.epoch))
 
 
 class SchemaVersionError(StoreError):

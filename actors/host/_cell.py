@@ -16,7 +16,13 @@ from typing import Any, Protocol
 from actors._logging import get_logger
 from actors._safe import exception_text
 from actors.context._usage import Usage
-from actors.exceptions import AgentStoppedError, RunError, RunFailedError, RunTimeoutError
+from actors.exceptions import (
+    AgentStoppedError,
+    FencedWriteError,
+    RunError,
+    RunFailedError,
+    RunTimeoutError,
+)
 from actors.host._messages import (
     Ask,
     Delegate,
@@ -158,6 +164,7 @@ class AgentCell:
 
     __slots__ = (
         "deliver",
+        "fenced",
         "host",
         "log",
         "loop",
@@ -181,6 +188,7 @@ class AgentCell:
             agent_id=node.agent_id, parent_id=node.parent_id, session_id=node.session_id
         )
         self.passivating = False  # the next stop puts the agent to sleep in its store
+        self.fenced = False  # another host took the agent over: it must start nothing more
         loop.ctx.set_gate(node)
 
     @property
@@ -276,7 +284,9 @@ class AgentCell:
         # A budgeted request too: its reservation must be durable before it is sent, or a
         # crash would forget what the provider may charge for it.
         started: tuple[type[Effect], ...] = (CallTool, RunChild, ResumeChild, SendMessage)
-        if self.loop.budgeted:
+        if self.loop.budgeted or self.fenced:
+            # Fenced: another host took the agent over, and this one must not even ask the
+            # model (a run that starts here would run twice).
             started = (*started, CallModel)
         if not any(isinstance(e, started) for e in effects):
             return effects
@@ -284,6 +294,10 @@ class AgentCell:
             f"agent {self.node.agent_id!r}: the session store could not write this "
             "step's events, so its tools, subagents, messages (and budgeted model requests) "
             "were not started; see the log"
+            if not self.fenced
+            else f"agent {self.node.agent_id!r} was taken over by another host (it fenced "
+            "the agent in the store): this host may not write it, so it started nothing of "
+            "this step; the agent lives on the other host now"
         )
         for effect in effects:
             if isinstance(effect, CallModel):  # never sent: its reservation is released
@@ -300,6 +314,10 @@ class AgentCell:
             return True  # nothing is ever buffered (a hot path: asked twice per input)
         try:
             self.host.persist(self.node)
+        except FencedWriteError:
+            self.fenced = True
+            self.log.warning("another host took this agent over: its events are refused")
+            return False
         except Exception:
             self.log.exception("could not persist events; they stay buffered")
             return False

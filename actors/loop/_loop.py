@@ -305,7 +305,8 @@ class AgentLoop(
         if not isinstance(message.prompt, str | tuple):
             error = UserError("a run's prompt must be a str or a sequence of parts")
             return [Finish(message.reply, error=error)]
-        return self._open_run(message.run_id, message.reply, prompt=message.prompt)
+        data = {"key": message.key} if message.key else None
+        return self._open_run(message.run_id, message.reply, data, prompt=message.prompt)
 
     def _open_run(
         self,

@@ -55,6 +55,9 @@ class StartRun:
     prompt: Content
     run_id: str
     reply: Any = None
+    # A host's key for the run (a Ray driver's call), logged in ``turn_start``: a host that
+    # restores the agent after a crash tells a run that started already from a new one.
+    key: str = ""
 
 
 @quick_init

@@ -109,6 +109,15 @@ class AgentHostActor:
     async def status(self, agent_id: str) -> Outcome | Missing:
         return self.server.status(agent_id)
 
+    async def passivate(self, agent_id: str, timeout: float) -> Outcome | Missing:
+        """Put an idle tree to sleep in its store now; whether it was idle."""
+        if not self.server.holds(agent_id):
+            return Missing(agent_id)
+        try:
+            return Outcome(await _blocking(self.server.passivate, agent_id, timeout))
+        except Exception as exc:
+            return _failed(exc)
+
     async def tree(self, agent_id: str) -> Outcome | Missing:
         try:
             got = self.server.tree(agent_id)
@@ -145,8 +154,21 @@ class AgentHostActor:
         if not server.holds(agent_id):
             return None
         with server.local.lock:
-            node = server.local.nodes[agent_id]
-            return {"name": node.name, "parent_id": node.parent_id, "session_id": node.session_id}
+            node = server.local.nodes.get(agent_id)
+            if node is not None:
+                return {
+                    "name": node.name,
+                    "parent_id": node.parent_id,
+                    "session_id": node.session_id,
+                }
+        dormant = server.local.virtual.dormant(agent_id)  # asleep: its record says
+        if dormant is None:
+            return None
+        return {
+            "name": dormant.names.get(agent_id, ""),
+            "parent_id": dormant.parents.get(agent_id),
+            "session_id": dormant.session_id,
+        }
 
     async def peer_home(self, agent_id: str) -> bool:
         """Whether an agent of this id lives here, for a peer message from another host."""

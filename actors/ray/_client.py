@@ -67,11 +67,15 @@ class Root:
     specs: tuple[Agent[Any], ...]
 
 
-class _NoPassivation:
+class _HostPassivation:
+    """`AgentRef.passivate` on a `RayRuntime`: the agent's host puts its tree to sleep."""
+
+    def __init__(self, client: RayClient) -> None:
+        self._client = client
+
     def passivate(self, agent_id: str, timeout: float) -> bool:
-        raise UserError(
-            "RayRuntime does not passivate agents; use Runtime(idle_after=...) in one process"
-        )
+        slept: bool = self._client.call(agent_id, "passivate", timeout, timeout=timeout + 5)
+        return slept
 
 
 class RayClient:
@@ -88,7 +92,7 @@ class RayClient:
         self.where: dict[str, int] = {}  # agents other than roots, by id: their host
         self._streams: dict[str, TreeStream] = {}  # opened, waiting for their run
         self._activating: dict[str, threading.Lock] = {}
-        self.virtual = _NoPassivation()
+        self.virtual = _HostPassivation(self)
         self.closed = False
         self.pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="actors-ray")
         # One lane per host: what this driver sends to agents reaches them in order.

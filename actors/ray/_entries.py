@@ -215,11 +215,16 @@ class RunEntry(_Awaited):
         future: concurrent.futures.Future[Any],
         stream: TreeStream | None,
         retried: bool = False,
+        run: str | None = None,
     ) -> None:
         super().__init__(client, agent_id, host, incarnation, retried, future, stream)
         self.kind = kind
         self.payload = payload
-        self.message = RunInput(agent_id, incarnation, kind, payload, self.key, stream is not None)
+        # One key for every sending of the run: the host that finds it logged starts no other.
+        self.run = run or self.key
+        self.message = RunInput(
+            agent_id, incarnation, kind, payload, self.key, stream is not None, self.run
+        )
 
     def again(self) -> RunEntry:
         """The run, to start once more (with a new outbox)."""
@@ -233,6 +238,7 @@ class RunEntry(_Awaited):
             self.future,
             self.stream,
             retried=True,
+            run=self.run,
         )
 
 

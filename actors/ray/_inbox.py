@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors.context._usage import Usage
-from actors.exceptions import AgentStoppedError
+from actors.exceptions import AgentStoppedError, HostLostError
 from actors.host import Ask, HostReply, OpenStream, Query
 from actors.loop._types import ResumeRun, StartRun
 from actors.ray._inputs import (
@@ -196,10 +196,13 @@ def _run(server: HostServer, item: RunInput) -> Reply:
     """Start or resume a run; its stream events (if asked) and its outcome go to the outbox."""
     if not server.first_start(item.key):
         return _TAKEN  # sent again: it runs once, its outcome goes to the outbox read already
+    if item.kind == "run" and server.started_before(item.agent_id, item.run):
+        # Started by this host's previous life, which died under it: it does not start twice.
+        return Outcome(error=portable_error(_started_before(item.agent_id)))
     local = server.local
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     message = (
-        StartRun(item.payload, "", HostReply(future))
+        StartRun(item.payload, "", HostReply(future), item.run)
         if item.kind == "run"
         else ResumeRun(item.payload, HostReply(future))
     )
@@ -216,6 +219,15 @@ def _run(server: HostServer, item: RunInput) -> Reply:
 
     future.add_done_callback(ended)
     return _TAKEN
+
+
+def _started_before(agent_id: str) -> HostLostError:
+    return HostLostError(
+        f"the run of agent {agent_id!r} was started already, on a host that died during it; "
+        "it is not started twice. Its log keeps what it did (its turn is closed as "
+        "interrupted); run the agent again to go on",
+        agent_id=agent_id,
+    )
 
 
 class _Answer:

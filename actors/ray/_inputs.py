@@ -67,6 +67,8 @@ class RunInput:
         payload: The prompt, or the answers.
         key: The outbox that gets the run's stream events (with ``stream``) and its outcome.
         stream: Whether the run's events go to the outbox too.
+        run: The caller's key of the run, the same each time it is sent (after its agent was
+            activated again): logged with the run's start, so it starts once.
     """
 
     agent_id: str
@@ -75,6 +77,7 @@ class RunInput:
     payload: Any
     key: str
     stream: bool
+    run: str = ""
 
 
 @dataclass(frozen=True, slots=True)

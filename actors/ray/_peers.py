@@ -321,6 +321,13 @@ class HostPeers:
             return
         if not isinstance(end, ChildEnd):
             end = ChildEnd(None, HostLostError(f"unexpected answer {end!r}"), Usage())
+        if isinstance(end.error, HostLostError) and end.error.agent_id == node.agent_id:
+            # Its host refused to start it twice (a host before it died during its run): the
+            # subtree's logs are closed first, as when the host is seen to die.
+            stand_in.remote_alive = False
+            lost_end = end
+            self.server.recover_lost(node, then=lambda: self._deliver(stand_in, reply, lost_end))
+            return
         self._deliver(stand_in, reply, end)
 
     def abandon(self, token: str, child_id: str, timeout: float) -> None:

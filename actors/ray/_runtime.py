@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 import uuid
 import weakref
 import zlib
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from actors.context._json import plain_metadata
-from actors.exceptions import AgentDefinitionError, UserError
+from actors.exceptions import AgentDefinitionError, HostLostError, UserError
 from actors.host import AgentRef, ApprovalHandler, KeyedLock
 from actors.loop._agent import PLACEMENTS, Agent
 from actors.loop._budget import Budget, check_budget
@@ -20,6 +21,7 @@ from actors.loop._loop import TreeLimits
 from actors.models._model import Model
 from actors.ray._actor import AgentHostActor
 from actors.ray._client import RayClient, Root, wait_for
+from actors.ray._lane import RESEND_DELAY, RESTART_WAIT
 from actors.ray._server import HostConfig
 from actors.ray._wire import RootInfo, StoreRecipe, TreeSeed, check_travels
 from actors.store._protocol import SessionStore, has_session
@@ -100,6 +102,9 @@ class RayRuntime:
         max_restarts: How often Ray restarts a host that died (-1: always).
         host_options: More Ray actor options for the hosts (``num_cpus``, ``memory``,
             ``resources``, ``scheduling_strategy``, ``runtime_env``).
+        idle_after: Seconds after which an idle tree with a store is passivated on its host
+            (put to sleep in the store, nothing in memory); the next message, run or
+            `open_session` wakes it. None (the default) keeps agents in memory.
 
     Raises:
         UserError: an argument out of range, or Ray is not installed.
@@ -129,6 +134,7 @@ class RayRuntime:
         tool_context_factory: Callable[[Any], Any] | None = None,
         max_restarts: int = -1,
         host_options: Mapping[str, Any] | None = None,
+        idle_after: float | None = None,
     ) -> None:
         for label, count in (
             ("hosts", hosts),
@@ -140,6 +146,14 @@ class RayRuntime:
         if placement not in PLACEMENTS:
             raise UserError(
                 f"RayRuntime(placement=...) takes one of {list(PLACEMENTS)}, got {placement!r}"
+            )
+        if idle_after is not None and (
+            isinstance(idle_after, bool)
+            or not isinstance(idle_after, int | float)
+            or idle_after < 0
+        ):
+            raise UserError(
+                f"RayRuntime(idle_after=...) takes seconds (>= 0) or None, got {idle_after!r}"
             )
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < -1:
             raise UserError(
@@ -156,6 +170,7 @@ class RayRuntime:
             default_model=default_model,
             placement=placement,
             tool_context_factory=tool_context_factory,
+            idle_after=idle_after,
         )
         check_travels(default_model, "default_model", _SPEC_HINT)
         check_travels(
@@ -509,11 +524,21 @@ class RayRuntime:
         return self._client.host_of(agent_id)
 
     def live_agents(self) -> int:
-        """How many agents run on the hosts together."""
-        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
-        return int(sum(counts))
+        """How many agents run on the hosts together (a host restarting is waited for)."""
+        return sum(self.live_agents_by_host())
 
     def live_agents_by_host(self) -> list[int]:
-        """How many agents run on each host, by host index."""
-        counts = wait_for([h.live_agents.remote() for h in self._client.handles])
-        return [int(c) for c in counts]
+        """How many agents run on each host, by host index (a host restarting is waited for).
+
+        Raises:
+            HostLostError: a host did not come back within 30 s.
+        """
+        deadline = time.monotonic() + RESTART_WAIT
+        while True:
+            try:
+                counts = wait_for([h.live_agents.remote() for h in self._client.handles])
+                return [int(c) for c in counts]
+            except HostLostError:  # Ray answers at once that a restarting host is unavailable
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(RESEND_DELAY)  # nothing to wait on but the restart

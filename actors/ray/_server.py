@@ -20,7 +20,7 @@ from typing import Any
 from actors._logging import get_logger
 from actors.context._agent_context import AgentContext
 from actors.context._events import system_clock
-from actors.exceptions import AgentStoppedError
+from actors.exceptions import AgentStoppedError, HostLostError
 from actors.host import AgentNode, StreamEvent, Tree, TreeNode, restore_tree
 from actors.loop._agent import Agent
 from actors.loop._budget import Budget, ledger_for
@@ -33,6 +33,7 @@ from actors.ray._peers import HostPeers
 from actors.ray._remote_child import RemoteChild
 from actors.ray._wire import Missing, Outcome, RootInfo, StoreRecipe, TreeSeed
 from actors.runtime import LocalHost
+from actors.store._fences import fence
 from actors.store._protocol import SessionStore
 
 __all__ = ["HostConfig", "HostServer"]
@@ -55,6 +56,8 @@ class HostConfig:
         placement: Where children go whose `Subagent` names no placement.
         tool_context_factory: Turns a tree's ``tool_context`` into the object its tools see on
             this host, or None to use it as it arrived.
+        idle_after: Seconds after which an idle tree with a store is passivated (put to sleep
+            in its store, nothing in memory), or None to keep agents in memory.
     """
 
     limits: TreeLimits
@@ -63,6 +66,7 @@ class HostConfig:
     default_model: Model | None
     placement: str
     tool_context_factory: Callable[[Any], Any] | None
+    idle_after: float | None = None
 
 
 class HostServer:
@@ -86,7 +90,7 @@ class HostServer:
             workers=config.workers,
             max_tool_threads=config.max_tool_threads,
             clock=system_clock,
-            idle_after=None,
+            idle_after=config.idle_after,
             default_model=config.default_model,
             peers=self.peers,
         )
@@ -102,6 +106,9 @@ class HostServer:
         # Keys of the latest runs started here: a lane's call sent twice (its answer was lost
         # to a network blip, not its host) must not start a run twice.
         self._runs_started: OrderedDict[str, None] = OrderedDict()
+        # By agent restored here: the keys of the runs its log says were started (by a host
+        # that died). Such a run, sent again, is refused: it would start twice.
+        self._logged_runs: dict[str, set[str]] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         self.closing = False  # shutting down: children stay here, stand-ins are let go
         # Ray restarted this host: agents it does not hold may come back (their sessions are
@@ -152,6 +159,8 @@ class HostServer:
                     self._contexts.pop(key, None)
                 for key in [k for k in self.parent_hosts if k not in alive]:
                     del self.parent_hosts[key]
+                for key in [k for k in self._logged_runs if k not in alive]:
+                    del self._logged_runs[key]
 
     def spawn(
         self,
@@ -176,12 +185,16 @@ class HostServer:
             budget=budget,
         )
         self._remember(agent_id, dataclasses.replace(seed, session_id=node.session_id), context)
+        self._fence(node.tree.store, node.session_id, [agent_id])
         return RootInfo(agent_id, node.name, node.session_id)
 
     def restore(self, session_id: str, specs: Sequence[Agent[Any]], seed: TreeSeed) -> RootInfo:
         """Rebuild a stored tree here (see `Runtime.restore`)."""
         store = self.store_of(seed.store)
         assert store is not None
+        # This host takes the whole tree over: a host that ran any of it before (one that
+        # died, or seems to) can write none of it from now on, nor start a run of it.
+        self._fence(store, session_id, None)
         context = self.tool_context(seed)
         node = restore_tree(
             self.local,
@@ -192,7 +205,38 @@ class HostServer:
             approval_handler=seed.approval_handler,
         )
         self._remember(node.agent_id, seed, context)
+        self._note_started(node)
         return RootInfo(node.agent_id, node.name, session_id)
+
+    def _note_started(self, root: AgentNode) -> None:
+        """Remember the keys of the runs a restored tree's logs say were started."""
+        with self.local.lock:
+            cells = [
+                (agent_id, cell)
+                for agent_id, cell in self.local.cells.items()
+                if cell.node.tree is root.tree
+            ]
+        for agent_id, cell in cells:
+            keys = {
+                event.data["key"]
+                for event in list(cell.loop.ctx.events)
+                if event.type == "turn_start" and "key" in event.data
+            }
+            if keys:
+                with self._lock:
+                    self._logged_runs[agent_id] = keys
+
+    def started_before(self, agent_id: str, run: str) -> bool:
+        """Whether the agent's log, as restored here, holds the start of the run ``run``."""
+        with self._lock:
+            return bool(run) and run in self._logged_runs.get(agent_id, ())
+
+    @staticmethod
+    def _fence(store: SessionStore | None, session_id: str | None, ids: list[str] | None) -> None:
+        """Make this host the only writer of agents of a session (`actors.store._fences`)."""
+        if store is not None and session_id is not None:
+            epoch = fence(store, session_id, ids)
+            _log.debug("agents fenced", session_id=session_id, agents=ids, epoch=epoch)
 
     def adopt(self, child_id: str, adopt: Adopt) -> None:
         """Start a child whose parent lives on another host (its first events are stored)."""
@@ -204,7 +248,18 @@ class HostServer:
             approval_handler=seed.approval_handler,
         )
         tree.next_position(after=adopt.position)  # its descendants come after it
+        self._fence(tree.store, seed.session_id, [child_id])  # its log is this host's now
         context = AgentContext.deserialize(adopt.context, clock=self.local.clock)
+        if tree.store is not None and seed.session_id is not None:
+            stored = tree.store.last_seq(seed.session_id, child_id)
+            if stored >= context.event_count:
+                # Its log goes on past what its parent sent: a host adopted it before and
+                # died during its run (this is the same call, sent again). It starts once.
+                raise HostLostError(
+                    f"subagent {child_id!r} was started already, on a host that died during "
+                    "its run; it is not started twice",
+                    agent_id=child_id,
+                )
         context.max_iterations = adopt.spec.max_iterations
         node = AgentNode(
             child_id,
@@ -231,15 +286,24 @@ class HostServer:
     # -- what the driver asks --------------------------------------------------------------------
 
     def holds(self, agent_id: str) -> bool:
-        """Whether an agent of this id lives on this host (not as a stand-in)."""
+        """Whether an agent of this id lives on this host (not as a stand-in), or sleeps here.
+
+        A passivated agent counts: a message to it wakes it here, from its store.
+        """
         with self.local.lock:
-            return agent_id in self.local.cells
+            if agent_id in self.local.cells:
+                return True
+        return self.local.virtual.dormant(agent_id) is not None
 
     def status(self, agent_id: str) -> Outcome | Missing:
-        """An agent's status."""
+        """An agent's status (a passivated one's as it was put to sleep)."""
         if not self.holds(agent_id):
             return Missing(agent_id)
         return Outcome(self.local.status_of(agent_id))
+
+    def passivate(self, agent_id: str, timeout: float) -> bool:
+        """Put the tree of ``agent_id`` to sleep in its store now, if it is idle."""
+        return self.local.virtual.passivate(agent_id, timeout)
 
     def tree(self, agent_id: str) -> tuple[TreeNode, dict[str, int]] | Missing:
         """The tree under an agent, and which of its nodes are children on other hosts."""
@@ -277,9 +341,13 @@ class HostServer:
 
         Runs on its own thread: first every other host stops what it still runs of that
         subtree (spread grandchildren, whose results have nowhere to go), then the logs are
-        recovered as a restore recovers them.
+        fenced and recovered as a restore recovers them, and the peer messages they hold as
+        sent are sent again (the host that died may not have delivered them).
         """
         store, session_id = node.tree.store, node.tree.session_id
+        # The child's own host died (or refused to start it twice): it holds nothing of the
+        # subtree, and asking it would wait for its restart.
+        lost_host = node.ref.host if isinstance(node.ref, RemoteChild) else None
 
         def work() -> None:
             import ray
@@ -289,10 +357,12 @@ class HostServer:
                     calls = [
                         self.peers.call(i, "forget", session_id, node.agent_id)
                         for i in range(len(self.peers.names))
-                        if i != self.index
+                        if i not in (self.index, lost_host)
                     ]
-                    ray.wait(calls, num_returns=len(calls), timeout=30)
-                    close_lost(store, session_id, node.agent_id)
+                    if calls:
+                        ray.wait(calls, num_returns=len(calls), timeout=30)
+                    for sender, send in close_lost(store, session_id, node.agent_id):
+                        self.local.deliver_peer(sender, send)
             except Exception:
                 _log.exception("could not close a lost subtree", agent_id=node.agent_id)
             finally:

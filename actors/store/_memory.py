@@ -33,6 +33,7 @@ from actors.store._budgets import (
     check_reservation,
     check_settlement,
 )
+from actors.store._fences import check_fence_ids, fenced
 from actors.store._fork import ForkedAgent, check_fork_args, fork_data, plan_fork
 from actors.store._owner import Holder, busy, close_holder, holder_alive, new_holder
 from actors.store._protocol import SessionStore
@@ -53,6 +54,7 @@ class _Session:
     logs: dict[str, list[EncodedEvent]] = field(default_factory=dict)
     event_count: int = 0
     snapshots: dict[str, tuple[int, str]] = field(default_factory=dict)  # agent -> (seq, JSON)
+    fences: dict[str, tuple[int, str]] = field(default_factory=dict)  # agent -> (epoch, token)
 
 
 @dataclass
@@ -132,6 +134,12 @@ class MemoryStore(SessionStore):
         if holder_alive(holder):  # a sibling closed or garbage-collected holds nothing
             raise busy(session_id, holder.host, holder.pid, "this MemoryStore")
 
+    def _check_fence(self, session_id: str, session: _Session, agent_id: str) -> None:
+        """Raise `FencedWriteError` when another instance fenced the agent."""
+        fence = session.fences.get(agent_id)
+        if fence is not None and fence[1] != self._holder.token:
+            raise fenced(session_id, agent_id, fence[0], "this MemoryStore")
+
     def _session(self, session_id: str) -> _Session:
         self._check_open()
         session = self._sessions.get(session_id)
@@ -209,6 +217,7 @@ class MemoryStore(SessionStore):
         with self._lock:
             session = self._session(session_id)
             self._check_writer(session_id)
+            self._check_fence(session_id, session, record.agent_id)
             session.agents[record.agent_id] = record
             session.logs.setdefault(record.agent_id, [])
             session.updated_at = self._now()
@@ -229,6 +238,7 @@ class MemoryStore(SessionStore):
         with self._lock:
             session = self._session(session_id)
             self._check_writer(session_id)
+            self._check_fence(session_id, session, agent_id)
             log = session.logs.get(agent_id)
             if log is None and record is None:
                 raise StoreError(
@@ -306,6 +316,7 @@ class MemoryStore(SessionStore):
                     f"agent {agent_id!r} is not part of session {session_id!r}; "
                     "put_agent() it before writing its snapshot"
                 )
+            self._check_fence(session_id, session, agent_id)
             session.snapshots[agent_id] = encoded
 
     def fork(
@@ -380,6 +391,28 @@ class MemoryStore(SessionStore):
         check_storable(session_id, agent_id)
         with self._lock:
             return len(self._session(session_id).logs.get(agent_id, ())) - 1
+
+    def fence(self, session_id: str, agent_ids: Sequence[str] | None = None) -> int:
+        """Make this instance the only writer of agents of a session; their new epoch.
+
+        See `actors.store._fences.fence`.
+        """
+        check_storable(session_id)
+        ids = check_fence_ids(agent_ids)
+        with self._lock:
+            session = self._session(session_id)
+            self._check_writer(session_id)
+            chosen = list(session.agents) if ids is None else ids
+            missing = sorted(set(chosen) - set(session.agents))
+            if missing:
+                raise StoreError(
+                    f"cannot fence agents {missing} of session {session_id!r}: they are not "
+                    "part of it; put_agent() them first"
+                )
+            epoch = max((epoch for epoch, _ in session.fences.values()), default=0) + 1
+            for agent_id in chosen:
+                session.fences[agent_id] = (epoch, self._holder.token)
+            return epoch
 
     def acquire(self, session_id: str) -> None:
         """Make this store the session's only writer. See `SessionStore.acquire`."""

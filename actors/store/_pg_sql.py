@@ -181,15 +181,31 @@ def migrations(schema: str) -> list[list[str]]:
         """,
         f"CREATE INDEX blob_refs_hash ON {s}.blob_refs (hash)",
     ]
-    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s), blobs_v5]
+    # Version 6: fences (see `actors.store._fences`): the one store instance that may write an
+    # agent, by its token; the append function refuses a batch from any other.
+    fences_v6 = [
+        f"""
+        CREATE TABLE {s}.fences (
+            session_id text NOT NULL,
+            agent_id   text NOT NULL,
+            epoch      bigint NOT NULL,
+            token      text NOT NULL,
+            PRIMARY KEY (session_id, agent_id),
+            FOREIGN KEY (session_id, agent_id) REFERENCES {s}.agents ON DELETE CASCADE
+        )
+        """,
+        _append_function(s, forks=True, fences=True),
+    ]
+    return [create_v1, snapshots_v2, forks_v3, _budget_tables(s), blobs_v5, fences_v6]
 
 
-def _append_function(s: str, *, forks: bool = False) -> str:
+def _append_function(s: str, *, forks: bool = False, fences: bool = False) -> str:
     """A batch append in one statement, so one round trip, for the common case.
 
     It appends when the batch continues the stored log and nobody else holds the session, and
     otherwise changes nothing and says why (``missing``, ``busy``, ``unknown agent``, or
-    ``not next`` with the stored last seq, for the store to sort out: a re-append or a gap).
+    ``not next`` with the stored last seq, for the store to sort out: a re-append or a gap;
+    ``fenced`` with the fence's epoch in ``stored_last``: another instance fenced the agent).
     Each statement in it takes a new snapshot, so the claim check after the lock sees every
     claim committed before the lock was granted.
     """
@@ -197,6 +213,13 @@ def _append_function(s: str, *, forks: bool = False) -> str:
         f"stored_last := GREATEST(stored_last, (SELECT upto - 1 FROM {s}.forks"
         " WHERE session_id = p_session AND agent_id = p_agent));"
         if forks
+        else ""
+    )
+    fence = (
+        f"SELECT f.epoch INTO stored_last FROM {s}.fences AS f"
+        " WHERE f.session_id = p_session AND f.agent_id = p_agent AND f.token <> p_token;"
+        " IF FOUND THEN status := 'fenced'; RETURN; END IF;"
+        if fences
         else ""
     )
     return f"""
@@ -222,6 +245,7 @@ def _append_function(s: str, *, forks: bool = False) -> str:
             status := 'unknown agent';
             RETURN;
         END IF;
+        {fence}
         stored_last := coalesce((SELECT seq FROM {s}.events
             WHERE session_id = p_session AND agent_id = p_agent ORDER BY seq DESC LIMIT 1), -1);
         {prefix}
@@ -366,6 +390,36 @@ class Statements:
     def disown_all(self) -> str:
         """Drop every claim of this store."""
         return f"DELETE FROM {self.s}.owners WHERE token = %(token)s"
+
+    # -- fences -----------------------------------------------------------------------------
+
+    @property
+    def other_fence(self) -> str:
+        """The epoch of the agent's fence if another instance holds it; no row otherwise."""
+        return (
+            f"SELECT epoch FROM {self.s}.fences WHERE session_id = %(session)s"
+            " AND agent_id = %(agent)s AND token <> %(token)s"
+        )
+
+    @property
+    def agent_ids(self) -> str:
+        """The ids of a session's agents."""
+        return f"SELECT agent_id FROM {self.s}.agents WHERE session_id = %(session)s"
+
+    @property
+    def top_epoch(self) -> str:
+        """The highest epoch of a session's fences (NULL when none)."""
+        return f"SELECT MAX(epoch) FROM {self.s}.fences WHERE session_id = %(session)s"
+
+    @property
+    def set_fences(self) -> str:
+        """Fence agents (an array) at an epoch for a token."""
+        return (
+            f"INSERT INTO {self.s}.fences (session_id, agent_id, epoch, token)"
+            " SELECT %(session)s, a, %(epoch)s, %(token)s FROM unnest(%(agents)s::text[]) AS a"
+            " ON CONFLICT (session_id, agent_id) DO UPDATE SET epoch = excluded.epoch,"
+            " token = excluded.token"
+        )
 
     # -- sessions and agents ---------------------------------------------------------------
 

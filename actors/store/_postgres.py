@@ -40,6 +40,7 @@ from actors.store._budgets import (
     check_reservation,
     check_settlement,
 )
+from actors.store._fences import check_fence_ids, fenced
 from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import busy, close_holder, new_holder
 from actors.store._pg_holds import Holds
@@ -190,6 +191,13 @@ class PostgresStore(SessionStore):
         sql = self._sql.share_session if share else self._sql.lock_session
         return conn.execute(sql, {"session": session_id}).fetchone() is not None
 
+    def _check_fence(self, conn: Connection, session_id: str, agent_id: str) -> None:
+        """Raise `FencedWriteError` when another instance fenced the agent."""
+        params = {"session": session_id, "agent": agent_id, "token": self._holds.holder.token}
+        row = conn.execute(self._sql.other_fence, params).fetchone()
+        if row is not None:
+            raise fenced(session_id, agent_id, int(row[0]), self.url)
+
     # -- the protocol -----------------------------------------------------------------------
 
     def create_session(
@@ -266,6 +274,7 @@ class PostgresStore(SessionStore):
             if not self._lock_session(conn, session_id):
                 raise self._missing(session_id)
             self._holds.check_writer(conn, session_id)
+            self._check_fence(conn, session_id, record.agent_id)
             conn.execute(self._sql.put_agent, params)
 
         self._open().run("putting an agent", work)
@@ -290,7 +299,7 @@ class PostgresStore(SessionStore):
             # it contiguous, from a seq >= 0? The server checks that it starts where the log
             # ends, and appends it, or says why not.
             new_events(session_id, agent_id, batch, batch[0].seq - 1, lambda a, b: {})
-            status, _, host, pid = self._open().run(
+            status, last_or_epoch, host, pid = self._open().run(
                 "appending events",
                 lambda conn: (
                     conn.execute(
@@ -308,6 +317,8 @@ class PostgresStore(SessionStore):
                 raise busy(session_id, host, pid, self.url)
             if status == "unknown agent":
                 raise self._unknown_agent(session_id, agent_id)
+            if status == "fenced":
+                raise fenced(session_id, agent_id, int(last_or_epoch or 0), self.url)
         # Anything else (an empty batch, a re-append, a gap): the checks of `new_events`.
 
         def stored(conn: Connection, first: int, last: int) -> dict[int, tuple[str, str]]:
@@ -319,6 +330,8 @@ class PostgresStore(SessionStore):
                 raise self._missing(session_id)
             if record is not None:  # in this transaction: refused with the events, or not
                 self._holds.check_writer(conn, session_id)
+            self._check_fence(conn, session_id, agent_id)
+            if record is not None:
                 conn.execute(self._sql.put_agent, self._agent_params(session_id, record))
             head = conn.execute(self._sql.append_head, params).fetchone()
             known, last, host, pid = head or (False, None, None, None)
@@ -471,6 +484,7 @@ class PostgresStore(SessionStore):
             self._holds.check_writer(conn, session_id)
             if conn.execute(self._sql.agent_exists, params).fetchone() is None:
                 raise self._unknown_agent(session_id, agent_id)
+            self._check_fence(conn, session_id, agent_id)
             conn.execute(self._sql.put_snapshot, params)
             blobs.put_blobs(conn, self._sql.s, session_id, new_blobs)
 
@@ -623,6 +637,37 @@ class PostgresStore(SessionStore):
         )
 
     # -- ownership --------------------------------------------------------------------------
+
+    def fence(self, session_id: str, agent_ids: Sequence[str] | None = None) -> int:
+        """Make this instance the only writer of agents of a session; their new epoch.
+
+        See `actors.store._fences.fence`. It waits for the writes in flight to the session
+        (it locks the session's row as `acquire` does), so none of them lands after it.
+        """
+        check_storable(session_id)
+        ids = check_fence_ids(agent_ids)
+        token = self._holds.holder.token
+
+        def work(conn: Connection) -> int:
+            if not self._lock_session(conn, session_id, share=False):
+                raise self._missing(session_id)
+            self._holds.check_writer(conn, session_id)
+            params: dict[str, Any] = {"session": session_id, "token": token}
+            known = [row[0] for row in conn.execute(self._sql.agent_ids, params)]
+            chosen = known if ids is None else ids
+            missing = sorted(set(chosen) - set(known))
+            if missing:
+                raise StoreError(
+                    f"cannot fence agents {missing} of session {session_id!r} in {self.url}: "
+                    "they are not part of it; put_agent() them first"
+                )
+            (top,) = conn.execute(self._sql.top_epoch, params).fetchone() or (None,)
+            epoch = (0 if top is None else int(top)) + 1
+            conn.execute(self._sql.set_fences, {**params, "epoch": epoch, "agents": chosen})
+            return epoch
+
+        epoch: int = self._open().run("fencing agents", work)
+        return epoch
 
     def acquire(self, session_id: str) -> None:
         """Make this store the session's only writer. See `SessionStore.acquire`."""

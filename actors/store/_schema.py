@@ -19,6 +19,7 @@ from typing import Final, NoReturn
 from actors.exceptions import CorruptStoreError, SchemaVersionError, StoreError
 from actors.store._sqlite_blobs import create_blobs
 from actors.store._sqlite_budgets import create_budgets
+from actors.store._sqlite_fences import create_fences
 from actors.store._sqlite_forks import create_forks
 from actors.store._sqlite_owners import create_owners
 
@@ -122,6 +123,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     create_forks,
     create_budgets,
     create_blobs,
+    create_fences,
 ]
 """``MIGRATIONS[n]`` migrates a version-``n`` file to version ``n + 1``, inside a transaction."""
 

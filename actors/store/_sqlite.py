@@ -15,6 +15,7 @@ from actors.context._events import Clock, Event, system_clock
 from actors.exceptions import CorruptStoreError, SessionNotFoundError, StoreError, UserError
 from actors.store import _sqlite_blobs as blobs
 from actors.store import _sqlite_budgets as budgets
+from actors.store import _sqlite_fences as fences
 from actors.store import _sqlite_forks as forks
 from actors.store import _sqlite_owners as owners
 from actors.store._batch import (
@@ -41,6 +42,7 @@ from actors.store._budgets import (
     check_reservation,
     check_settlement,
 )
+from actors.store._fences import check_fence_ids
 from actors.store._fork import check_fork_args, fork_data, plan_fork
 from actors.store._owner import close_holder, new_holder
 from actors.store._protocol import SessionStore
@@ -62,9 +64,9 @@ class SQLiteStore(SessionStore):
     JSON text and the timestamp), ``snapshots`` (one per agent: a seq and JSON text) and
     ``blobs`` (the content of images, audio and documents in messages, once per SHA-256,
     referred to from the events; swept when no session refers to it), plus the holders of
-    sessions and the forks' shared prefixes. Its schema version is the file's
-    ``user_version``: a file of an older version is migrated on open; one of a newer version
-    is refused.
+    sessions, the forks' shared prefixes, shared budgets and the fences of agents (`fence`).
+    Its schema version is the file's ``user_version``: a file of an older version is migrated
+    on open; one of a newer version is refused.
 
     Durability modes (every `append_events` call is one transaction, committed before it
     returns; the runtime writes the events of a step in one call):
@@ -198,6 +200,9 @@ class SQLiteStore(SessionStore):
         if session_id not in self._held:
             owners.check_writer(conn, session_id, self._holder, str(self._path))
 
+    def _check_fence(self, conn: sqlite3.Connection, session_id: str, agent_id: str) -> None:
+        fences.check_fence(conn, session_id, agent_id, self._holder.token, str(self._path))
+
     def _missing(self, session_id: str) -> SessionNotFoundError:
         return SessionNotFoundError(
             f"no session {session_id!r} in {self._path}; store.list_sessions() lists the "
@@ -317,6 +322,7 @@ class SQLiteStore(SessionStore):
         if not self._exists(conn, session_id):
             raise self._missing(session_id)
         self._check_writer(conn, session_id)
+        self._check_fence(conn, session_id, record.agent_id)
         conn.execute(
             "INSERT INTO agents (session_id, agent_id, parent_id, name, status, position)"
             " VALUES (?, ?, ?, ?, ?, ?)"
@@ -369,6 +375,8 @@ class SQLiteStore(SessionStore):
                     "put_agent() it before appending its events"
                 )
             self._check_writer(conn, session_id)
+            if record is None:  # else checked as it was put
+                self._check_fence(conn, session_id, agent_id)
             if not batch:
                 return
             shared = forks.prefix_last(conn, session_id, agent_id)  # a fork's prefix
@@ -504,6 +512,7 @@ class SQLiteStore(SessionStore):
                     f"agent {agent_id!r} is not part of session {session_id!r} in "
                     f"{self._path}; put_agent() it before writing its snapshot"
                 )
+            self._check_fence(conn, session_id, agent_id)
             conn.execute(
                 "INSERT INTO snapshots (session_id, agent_id, seq, data) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (session_id, agent_id) DO UPDATE SET seq = excluded.seq,"
@@ -624,7 +633,7 @@ class SQLiteStore(SessionStore):
                 raise self._missing(session_id)
             self._check_writer(conn, session_id)
             forks.detach_forks(conn, session_id)  # its forks keep the prefixes they share
-            for table in ("forks", "snapshots", "events", "agents", "sessions"):
+            for table in ("forks", "fences", "snapshots", "events", "agents", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             blobs.drop_refs(conn, session_id)  # and the blobs nothing else refers to
 
@@ -645,6 +654,20 @@ class SQLiteStore(SessionStore):
         if row is None:
             raise self._missing(session_id)
         return -1 if row[0] is None else int(row[0])
+
+    def fence(self, session_id: str, agent_ids: Sequence[str] | None = None) -> int:
+        """Make this instance the only writer of agents of a session; their new epoch.
+
+        See `actors.store._fences.fence`: every write to them through another instance
+        raises `FencedWriteError` from now on.
+        """
+        check_storable(session_id)
+        ids = check_fence_ids(agent_ids)
+        with self._transaction("fencing agents") as conn:
+            if not self._exists(conn, session_id):
+                raise self._missing(session_id)
+            self._check_writer(conn, session_id)
+            return fences.take_over(conn, session_id, ids, self._holder.token, str(self._path))
 
     def acquire(self, session_id: str) -> None:
         """Make this store the session's only writer. See `SessionStore.acquire`."""

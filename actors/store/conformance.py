@@ -34,6 +34,7 @@ from actors.exceptions import SessionBusyError, SessionNotFoundError, StoreError
 from actors.store._conformance_base import EPOCH, counting_clock, sample_context
 from actors.store._conformance_blobs import BlobConformance, screenshot
 from actors.store._conformance_budgets import BudgetConformance
+from actors.store._conformance_fencing import FencingConformance
 from actors.store._conformance_forks import ForkConformance
 from actors.store._conformance_ownership import OwnershipConformance
 from actors.store._conformance_snapshots import SnapshotConformance
@@ -44,7 +45,12 @@ __all__ = ["StoreConformance", "counting_clock", "sample_context", "screenshot"]
 
 
 class StoreConformance(
-    OwnershipConformance, SnapshotConformance, ForkConformance, BudgetConformance, BlobConformance
+    OwnershipConformance,
+    FencingConformance,
+    SnapshotConformance,
+    ForkConformance,
+    BudgetConformance,
+    BlobConformance,
 ):
     """Tests every `SessionStore` must pass. Subclass it; implement `make_store` and `make_peer`.
 

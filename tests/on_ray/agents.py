@@ -252,3 +252,103 @@ def _check_sender(messages: list[Any], tools: list[Any]) -> Any:
 
 
 CHECKER = Agent("checker", model=FunctionModel(_check_sender), tools=[sends_logged])
+
+
+# -- exactly once: a fan-out with peer traffic while hosts are killed ----------------------------
+
+FANOUT_NAMESPACE = "actors-tests-fanout"
+
+
+class Rendezvous:
+    """A Ray actor: tools arrive (the test waits for ``count`` of them), then wait for ``open``."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._arrived: list[str] = []
+        self._changed = asyncio.Condition()
+        self._opened = asyncio.Event()
+
+    async def arrive(self, who: str) -> None:
+        async with self._changed:
+            self._arrived.append(who)
+            self._changed.notify_all()
+
+    async def wait_for(self, count: int) -> list[str]:
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self._arrived) >= count)
+            return list(self._arrived)
+
+    async def passed(self) -> None:
+        await self._opened.wait()
+
+    async def open(self) -> None:
+        self._opened.set()
+
+
+class Tally:
+    """A Ray actor that counts the model calls of the fan-out's children, by (task, step)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[tuple[str, int], int] = {}
+
+    def note(self, task: str, step: int) -> None:
+        self.calls[(task, step)] = self.calls.get((task, step), 0) + 1
+
+    def seen(self) -> dict[tuple[str, int], int]:
+        return dict(self.calls)
+
+
+def pause(rendezvous: str, task: str) -> str:
+    """Arrive at the test's rendezvous, then wait until the test opens it.
+
+    Args:
+        rendezvous: The Ray actor's name.
+        task: Who arrives.
+    """
+    import ray
+
+    meeting = ray.get_actor(rendezvous, namespace=FANOUT_NAMESPACE)
+    ray.get(meeting.arrive.remote(task), timeout=60)
+    ray.get(meeting.passed.remote(), timeout=60)
+    return "passed"
+
+
+def _fan_child(messages: list[Any], tools: list[Any]) -> Any:
+    """Tell the listener twice (one step), pause at the rendezvous, then say it finished.
+
+    The prompt is ``"<listener>|<rendezvous>|<task>"``; each model call is counted by the
+    test's `Tally` (a call made twice would be a run started twice).
+    """
+    import ray
+
+    prompt = next(m for m in messages if m.role == "user")
+    listener, rendezvous, task = str(prompt.content).split("|")
+    step = sum(1 for m in messages if m.role == "assistant")
+    ray.get_actor("tally", namespace=FANOUT_NAMESPACE).note.remote(task, step)
+    if step == 0:
+        return [call("tell", to=listener, text=f"{task}/{part}") for part in "ab"]
+    if step == 1:
+        return call("pause", rendezvous=rendezvous, task=task)
+    return f"finished {task}"
+
+
+FAN_CHILD = Agent(
+    "fan-child", model=FunctionModel(_fan_child), tools=[tell, pause], tool_timeout=60
+)
+
+
+def _fan_lead(messages: list[Any], tools: list[Any]) -> Any:
+    """Fan ``n`` tasks out to spread children (prompt ``"<round>|<listener>|<rendezvous>|<n>"``)."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return "done"
+    name, listener, rendezvous, count = str(last.content).split("|")
+    return [call("w", task=f"{listener}|{rendezvous}|{name}-{i}") for i in range(int(count))]
+
+
+FAN_LEAD = Agent(
+    "fan-lead",
+    model=FunctionModel(_fan_lead),
+    subagents=[Subagent(FAN_CHILD, name="w", placement="spread", timeout=60)],
+)

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from actors.host.conformance import PeerConformance, PersistenceConformance
+from actors.host.conformance import PassivationConformance, PeerConformance
 
 
-class TestRayRuntime(PersistenceConformance, PeerConformance):
+class TestRayRuntime(PassivationConformance, PeerConformance):
     # Roots are spread over the two hosts: the peer tests send between hosts.
-    # Not yet on Ray (issue 29): passivation.
 
     @pytest.fixture
     def host_ready(self, ray_cluster: Any) -> None:

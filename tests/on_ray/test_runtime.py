@@ -408,8 +408,8 @@ def test_bad_arguments_are_user_errors(ray_cluster: Any, runtime: Any) -> None:
         Agent("p", subagents=[Subagent(Agent("c"), placement="moon")])  # type: ignore[arg-type]
     with pytest.raises(UserError, match="taken"):
         runtime.spawn(Agent("dup", model=ScriptedModel([])), agent_id="pids")
-    with pytest.raises(UserError, match="does not passivate"):
-        runtime.spawn(Agent("p", model=ScriptedModel([]))).passivate()
+    with pytest.raises(UserError, match="idle_after"):
+        RayRuntime(idle_after=-1)
 
 
 def test_a_closed_runtime_refuses_new_agents(ray_cluster: Any, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from actors import AgentContext, UserMessage
 from actors.exceptions import (
     CorruptStoreError,
     DatabaseNotFoundError,
+    FencedWriteError,
     SchemaVersionError,
     SessionBusyError,
     StoreAuthenticationError,
@@ -131,9 +132,10 @@ def test_tables_live_in_the_schema_with_its_version(postgres_dsn: str, schema: s
         "budget_holds",
         "blobs",
         "blob_refs",
+        "fences",
         "schema_version",
     }
-    assert version == _pg_sql.SCHEMA_VERSION == 5
+    assert version == _pg_sql.SCHEMA_VERSION == 6
 
 
 def test_reopen_keeps_everything(postgres_dsn: str, schema: str) -> None:
@@ -210,6 +212,7 @@ def test_a_version_1_schema_gains_snapshots_and_keeps_its_logs(
     real = _pg_sql.migrations
     with monkeypatch.context() as patch:  # what the previous release wrote: version 1
         patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:1])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
         with PostgresStore(postgres_dsn, schema=schema) as store:
             fill(store)
     with admin(postgres_dsn) as conn:
@@ -231,6 +234,7 @@ def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
     real = _pg_sql.migrations
     with monkeypatch.context() as patch:  # what the previous release wrote: version 2
         patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:2])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
         with PostgresStore(postgres_dsn, schema=schema) as store:
             fill(store)
     with PostgresStore(postgres_dsn, schema=schema) as store:
@@ -244,6 +248,27 @@ def test_a_version_2_schema_gains_forks_and_its_append_follows_them(
         )
         shared = conn.execute(f'SELECT COUNT(*) FROM "{schema}".events').fetchone()
         assert shared == (6,)  # five of the original, one of the fork: no copy
+
+
+def test_a_version_3_schema_gains_fences_and_its_append_heeds_them(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _pg_sql.migrations
+    with monkeypatch.context() as patch:  # what the previous release wrote: version 3
+        patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:3])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            fill(store)
+    with (
+        PostgresStore(postgres_dsn, schema=schema) as old,
+        PostgresStore(postgres_dsn, schema=schema) as new,
+    ):
+        assert new.fence("s1") == 1
+        # The one-round-trip append (the migrated function) refuses the instance fenced out.
+        with pytest.raises(FencedWriteError):
+            old.append_events("s1", "root", [event(5)])
+        new.append_events("s1", "root", [event(5)])
+        assert old.last_seq("s1", "root") == 5
 
 
 def test_a_failed_migration_leaves_the_old_schema(
@@ -553,6 +578,7 @@ def test_a_version_3_schema_gains_blobs_and_reads_its_logs_unchanged(
     real = _pg_sql.migrations
     with monkeypatch.context() as patch:  # what the previous release wrote: version 3
         patch.setattr(_pg_sql, "migrations", lambda name: real(name)[:3])
+        patch.setattr(PostgresStore, "_check_fence", lambda *args: None)  # it had none
         with PostgresStore(postgres_dsn, schema=schema) as store:
             fill(store)
             before = store.read_events("s1", "root")

@@ -110,7 +110,7 @@ def test_wal_mode_and_durability(path: Path, durability: str, synchronous: int) 
 def test_schema_version_is_recorded(path: Path) -> None:
     SQLiteStore(path).close()
     with raw(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION == 7
         assert conn.execute("PRAGMA application_id").fetchone()[0] == _schema.APPLICATION_ID
 
 
