@@ -118,7 +118,7 @@ class AgentContext:
     # The seqs of messages added with pin=True: a set of its own from the first pin on (most
     # contexts pin nothing, and an empty set per agent is 216 bytes).
     _pinned: frozenset[int] | set[int] = frozenset()
-    # Where each appended event's place is noted (`tap`): (log, tag), or None.
+    # Where each appended event's place is noted (`_set_tap`): (log, tag), or None.
     _tap: tuple[list[Any], str] | None = None
 
     def __init__(
@@ -406,7 +406,7 @@ class AgentContext:
 
         return unsubscribe
 
-    def tap(self, log: list[Any], tag: str) -> None:
+    def _set_tap(self, log: list[Any], tag: str) -> None:
         """Note each event appended from now on in ``log``, as ``(tag, items, seq)``.
 
         ``event_at(items, seq)`` (`actors.context._event_log`) is the event: a listener for a

@@ -76,7 +76,7 @@ class EventLog(list[Any]):
     """Every event of a simulation's agents, in the order they were appended.
 
     Read as ``(agent_id, event)`` pairs. Each agent's context notes its events here as
-    ``(agent_id, items, seq)`` (`AgentContext.tap`): no `Event` is made for the log while the
+    ``(agent_id, items, seq)`` (`AgentContext._set_tap`): no `Event` is made for the log while the
     simulation runs, only when the log is read (an export, `Simulation.events`). A pair
     appended as it is reads as itself.
     """
@@ -195,7 +195,7 @@ class SimHost(InlineHost):
     def add(self, node: Any, context: Any) -> AgentCell:
         """Host a fresh agent; its events join the simulation's log as they are appended."""
         if self.record:
-            context.tap(self.log, node.agent_id)
+            context._set_tap(self.log, node.agent_id)
         return super().add(node, context)
 
     def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:
