@@ -119,6 +119,8 @@ class AgentContext:
     # The seqs of messages added with pin=True: a set of its own from the first pin on (most
     # contexts pin nothing, and an empty set per agent is 216 bytes).
     _pinned: frozenset[int] | set[int] = frozenset()
+    # Where each appended event's place is noted (`_set_tap`): (log, tag), or None.
+    _tap: tuple[list[Any], str] | None = None
 
     def __init__(
         self,
@@ -410,6 +412,15 @@ class AgentContext:
 
         return unsubscribe
 
+    def _set_tap(self, log: list[Any], tag: str) -> None:
+        """Note each event appended from now on in ``log``, as ``(tag, items, seq)``.
+
+        ``event_at(items, seq)`` (`actors.context._event_log`) is the event: a listener for a
+        log that keeps every event in order and makes no `Event` until one is read (a
+        simulation's). One tap per context; a new one replaces it.
+        """
+        self._tap = (log, tag)
+
     # -- the one place events enter ---------------------------------------------------------
 
     def _append(
@@ -429,6 +440,9 @@ class AgentContext:
         seq = len(events)
         if event_type in _FOLDED:  # most of a step's events project to nothing: no fold
             self._fold(event_type, data, seq, now, message, update, usage)
+        tap = self._tap
+        if tap is not None:  # noted before any listener runs (one may append elsewhere)
+            tap[0].append((tap[1], events, seq))
         listeners = self._listeners
         if listeners:
             event = event_of((seq, event_type, data, now))

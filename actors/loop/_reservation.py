@@ -100,15 +100,28 @@ class BudgetGate:
         ctx: The agent's context (where reservations and settlements are logged).
     """
 
-    __slots__ = ("_counted", "_rates", "_run_cost", "_tools", "_unpriced", "ctx", "ledger", "open")
+    __slots__ = (
+        "_counted",
+        "_priced",
+        "_rates",
+        "_run_cost",
+        "_tools",
+        "_unpriced",
+        "ctx",
+        "ledger",
+        "open",
+    )
 
     def __init__(self, ledger: Ledger, ctx: AgentContext) -> None:
         self.ledger = ledger
         self.ctx = ctx
-        # (run, step) of each request in flight: what it reserved, its model's name, and its
-        # hold in the store of a shared budget (None when nothing is shared)
-        self.open: dict[tuple[str, int], tuple[tuple[int, int, int, int], str, str | None]] = {}
+        # (run, step) of each request in flight: what it reserved, its model's name and rates,
+        # and its hold in the store of a shared budget (None when nothing is shared)
+        self.open: dict[
+            tuple[str, int], tuple[tuple[int, int, int, int], str, Rates | None, str | None]
+        ] = {}
         self._rates = ledger.rates  # by model name, looked up once for the tree
+        self._priced: tuple[str, Rates | None] = ("", None)  # the last model name and its rates
         self._tools: tuple[object, int] | None = None  # the tools last sent, and their size
         # How many messages the last request had, its last one, and their size in characters
         self._counted: tuple[int, object, int] = (0, None, 0)
@@ -191,7 +204,13 @@ class BudgetGate:
         input_tokens = (self._transcript_size(request.messages) + sized[1]) // 4 + 1
         output_tokens = max_tokens or 0
         nano = 0
-        price = self._price(model.name)
+        name = model.name
+        priced = self._priced  # an agent asks one model, mostly: its rates are kept at hand
+        if priced[0] == name and name:
+            price = priced[1]
+        else:
+            price = self._price(name)
+            self._priced = (name, price)
         if price is not None:
             # Worst case: every input token written to a prompt cache, where that costs more.
             writes = input_tokens if price[3] > price[0] else 0
@@ -201,7 +220,7 @@ class BudgetGate:
         if price is None and ledger.in_dollars:
             return RunFailedError(
                 f"agent {self.ctx.agent_id!r}: its budget is in dollars and model "
-                f"{model.name!r} has no known price; give it in Budget(prices={{...}}) or "
+                f"{name!r} has no known price; give it in Budget(prices={{...}}) or "
                 "install genai-prices (pip install 'actors[prices]')"
             )
         amount = (1, input_tokens, output_tokens, nano)
@@ -221,7 +240,7 @@ class BudgetGate:
             problem = ledger.reserve(amount)
         if problem is not None:
             return BudgetExceeded(f"agent {self.ctx.agent_id!r}: {problem}; nothing was sent")
-        self.open[run_id, step] = (amount, model.name, hold)
+        self.open[run_id, step] = (amount, name, price, hold)
         if self._run_cost[0] != run_id:
             self._run_cost = (run_id, 0)
         header["budget"] = {
@@ -244,14 +263,18 @@ class BudgetGate:
         entry = self.open.pop((message.run_id, message.step), None)
         if entry is None:
             return None
-        reserved, model_name, hold = entry
+        reserved, model_name, reserved_price, hold = entry
         response = message.response
         if response is not None:
             usage = response.usage
             nano = 0
-            price = self._price(response.model_name or model_name)
-            if price is None and response.model_name:
-                price = self._price(model_name)
+            replied = response.model_name
+            if not replied or replied == model_name:  # priced as reserved: no look-up
+                price = reserved_price
+            else:
+                price = self._price(replied)
+                if price is None:
+                    price = reserved_price
             if price is not None:
                 nano = nano_at(
                     price,

@@ -79,8 +79,7 @@ class _Restoring:
         node.status = loop.status
         host.cells[agent_id] = cell
         if host.record:
-            log = host.log
-            loop.ctx.subscribe(lambda event: log.append((agent_id, event)))
+            loop.ctx._set_tap(host.log, agent_id)
         persist(node)
 
     def stop_subtree(self, node: AgentNode, *, block: bool) -> None:

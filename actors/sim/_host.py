@@ -14,12 +14,13 @@ from __future__ import annotations
 import functools
 import inspect
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from gc import get_count as gc_count
-from typing import Any
+from typing import Any, SupportsIndex, overload
 
+from actors.context._event_log import event_at
 from actors.context._events import Event
 from actors.context._run_context import with_delegator
 from actors.exceptions import AgentStoppedError, UserError
@@ -51,7 +52,7 @@ from actors.sim._inflight import InFlight, Issuer, RateLimit
 
 _gc = _collector.state
 
-__all__ = ["Duration", "SimHost", "WorldCall"]
+__all__ = ["Duration", "EventLog", "SimHost", "WorldCall"]
 
 Duration = float | Mapping[str, float] | Callable[[str, Mapping[str, Any], random.Random], float]
 """How long a tool call takes in virtual seconds: one number, a number per tool name, or a
@@ -69,6 +70,36 @@ class WorldCall:
     period: float | None = None
     name: str = ""
     cancelled: bool = False  # a recurring call that is no longer wanted
+
+
+class EventLog(list[Any]):
+    """Every event of a simulation's agents, in the order they were appended.
+
+    Read as ``(agent_id, event)`` pairs. Each agent's context notes its events here as
+    ``(agent_id, items, seq)`` (`AgentContext._set_tap`): no `Event` is made for the log while the
+    simulation runs, only when the log is read (an export, `Simulation.events`). A pair
+    appended as it is reads as itself.
+    """
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[tuple[str, Event]]:
+        for entry in list.__iter__(self):
+            yield entry if len(entry) == 2 else (entry[0], event_at(entry[1], entry[2]))
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> tuple[str, Event]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, Event]]: ...
+
+    def __getitem__(
+        self, index: SupportsIndex | slice
+    ) -> tuple[str, Event] | list[tuple[str, Event]]:
+        if isinstance(index, slice):
+            return list(EventLog(list.__getitem__(self, index)))
+        entry = list.__getitem__(self, index)
+        return entry if len(entry) == 2 else (entry[0], event_at(entry[1], entry[2]))
 
 
 _NUMBERS = (int, float)
@@ -125,7 +156,7 @@ class SimHost(InlineHost):
         self.tool_duration = tool_duration
         self.message_delay = message_delay
         self.record = record
-        self.log: list[tuple[str, Event]] = []
+        self.log = EventLog()
         self.horizon: float | None = None  # handle nothing scheduled after this time
         self.driving = 0  # nesting depth of drive(): blocking calls are refused inside
         self.steps = 0  # model requests answered (agent-steps)
@@ -164,9 +195,7 @@ class SimHost(InlineHost):
     def add(self, node: Any, context: Any) -> AgentCell:
         """Host a fresh agent; its events join the simulation's log as they are appended."""
         if self.record:
-            agent_id = node.agent_id
-            log = self.log
-            context.subscribe(lambda event: log.append((agent_id, event)))
+            context._set_tap(self.log, node.agent_id)
         return super().add(node, context)
 
     def tell(self, agent_id: str, message: Any, delay: float = 0.0) -> None:

@@ -28,6 +28,7 @@ NOT_REEXPORTED = {
     "actors.loop._toolset_host.ToolsetHost": "the hosts' registry of toolset views (runtime seam)",
     "actors.loop._budget.Ledger": "a tree's budget ledger; the hosts make and restore it",
     "actors.loop._budget.Amount": "an amount of a ledger (events hold it as plain JSON)",
+    "actors.loop._budget.BudgetBook": "what a ledger asks of a store for a shared budget",
 }
 
 CONTEXT_MODULES = sorted(p.stem for p in (PACKAGE / "context").glob("_*.py"))

@@ -276,6 +276,23 @@ def test_export_jsonl_writes_every_event_in_delivery_order(tmp_path: Any) -> Non
     assert buffer.getvalue() == path.read_text()
 
 
+def test_the_simulations_log_holds_each_agents_own_events_in_the_order_they_came() -> None:
+    sim = Simulation(seed=5)
+    a = sim.spawn(Agent("a", model=ScriptedModel(["one"], latency=2.0)))
+    b = sim.spawn(Agent("b", model=ScriptedModel(["two"], latency=1.0)))
+    sim.at(0.0, lambda: (a.run_async("x"), b.run_async("y")))
+    sim.run()
+    logged = sim.events
+    for ref in (a, b):  # the same Event objects the agent's own log holds, in its order
+        own = [event for agent_id, event in logged if agent_id == ref.agent_id]
+        assert own == list(ref.context().events)
+        assert [e.seq for e in own] == list(range(len(own)))
+    log = sim._host.log
+    assert [log[i] for i in range(len(log))] == logged == log[:]
+    assert log[-1] == logged[-1]
+    assert sim.summary()["events"] == len(logged)
+
+
 def test_a_function_model_and_parallel_delegation_give_seeded_ids() -> None:
     def ask(messages: list[Any], tools: list[Any]) -> Any:
         return "fine"
