@@ -1,4 +1,4 @@
-"""Suite-wide guards: no real model requests, and no actor may outlive its test."""
+"""Suite-wide guards: no real model requests, no actor may outlive its test, fixed examples."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import NoReturn
 import pykka
 import pytest
 import structlog
+from hypothesis import settings
+
+# Property tests draw the same examples in every run (a failure is found again by running the
+# suite again, not by luck), and keep no example database between runs.
+settings.register_profile("actors", derandomize=True, database=None)
+settings.load_profile("actors")
 
 # Network-backed models refuse to run anywhere in the suite (tests that need one switch it on
 # against a loopback server explicitly).
