@@ -21,6 +21,7 @@ from actors.context._parts import (
     InvalidContentError,
     Part,
     TextPart,
+    describe_content,
     file_part,
 )
 from actors.context._result import RunResult
@@ -80,6 +81,7 @@ __all__ = [
     "ContextUpdate",
     "count_tokens",
     "Delegator",
+    "describe_content",
     "DocumentPart",
     "Event",
     "file_part",

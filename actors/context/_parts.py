@@ -269,6 +269,11 @@ ContentInput: TypeAlias = "str | TextPart | BinaryPart | Sequence[str | TextPart
 """What a caller may give as content: a str, one part, or a sequence of strs and parts."""
 
 _PART_CLASSES: Final = (TextPart, ImagePart, AudioPart, DocumentPart)
+_CLASS_OF: Final[dict[str, type[BinaryPart]]] = {
+    "image": ImagePart,
+    "audio": AudioPart,
+    "document": DocumentPart,
+}
 
 
 def _split_data_url(url: str) -> tuple[str, str]:
@@ -442,25 +447,47 @@ def content_text(content: Content) -> str:
     return "\n".join(p.text for p in content if isinstance(p, TextPart))
 
 
-def describe_content(content: Content) -> str:
-    """``content`` as text for people and summaries: each binary part as a short placeholder."""
+def describe_content(content: object, sep: str = "\n") -> str:
+    """Content as text for people and summaries: each binary part as a short placeholder.
+
+    Takes a message's content (a str or parts) or the same as a log holds it (a str, or a
+    list of parts' JSON), and never fails: anything else is shown as ``str(content)``.
+
+    Example:
+        >>> describe_content(["look", ImagePart(url="https://x.test/a.png")], sep=" ")
+        'look [image, https://x.test/a.png]'
+    """
     if isinstance(content, str):
         return content
+    if content is None:
+        return ""
+    if not isinstance(content, list | tuple):
+        return str(content)
     out = []
     for part in content:
-        if isinstance(part, TextPart):
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, TextPart):
             out.append(part.text)
-        else:
+        elif isinstance(part, BinaryPart):
             out.append(describe_part(part))
-    return "\n".join(out)
+        elif isinstance(part, Mapping):
+            kind = part.get("type")
+            if kind == "text":
+                out.append(str(part.get("text", "")))
+            elif (cls := _CLASS_OF.get(str(kind))) is not None:
+                # Built unchecked: a label is wanted even of a part a log holds damaged.
+                fields = {k: v for k, v in part.items() if k in cls.model_fields}
+                out.append(describe_part(cls.model_construct(**fields)))
+    return sep.join(out)
 
 
 def describe_part(part: BinaryPart) -> str:
     """``[image image/png, 12.3 kB, name.png]``: a binary part as a placeholder."""
-    bits = [f"{part.type} {part.media_type}".rstrip()]
+    bits = [f"{part.type} {part.media_type or ''}".rstrip()]
     if part.url is not None:
         bits.append(part.url)
-    else:
+    elif isinstance(part.data, str):
         bits.append(_size(part.size))
     if part.name:
         bits.append(part.name)

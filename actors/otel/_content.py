@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors import Event
+from actors import Event, describe_content
 
 __all__ = ["Transcript", "as_json", "content_text", "message_of"]
 
@@ -27,38 +27,9 @@ def _size(data: str) -> int:
     return len(data) * 3 // 4 - data.endswith("=") - data.endswith("==")
 
 
-def _amount(size: int) -> str:
-    if size < 1000:
-        return f"{size} B"
-    if size < 1_000_000:
-        return f"{size / 1000:.1f} kB"
-    return f"{size / 1_000_000:.1f} MB"
-
-
-def _placeholder(part: dict[str, Any]) -> str:
-    bits = [f"{part.get('type')} {part.get('media_type') or ''}".rstrip()]
-    data, url = part.get("data"), part.get("url")
-    bits.append(_amount(_size(data)) if isinstance(data, str) else str(url))
-    if part.get("name"):
-        bits.append(str(part["name"]))
-    return "[" + ", ".join(bits) + "]"
-
-
 def content_text(content: object) -> str:
     """A logged message's content as text: a binary part as a placeholder, never its data."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        lines = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                lines.append(str(part.get("text", "")))
-            elif isinstance(part, dict) and part.get("type") in _KINDS:
-                lines.append(_placeholder(part))
-        return "\n".join(lines)
-    return str(content)
+    return describe_content(content)
 
 
 def _parts_of(content: object) -> list[dict[str, Any]]:

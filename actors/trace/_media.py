@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from actors import AudioPart, BinaryPart, DocumentPart, ImagePart
+from actors import AudioPart, BinaryPart, DocumentPart, ImagePart, describe_content
 
 __all__ = ["MAX_IMAGE_BYTES", "MAX_PAGE_IMAGE_BYTES", "Media", "content_label"]
 
@@ -73,7 +73,7 @@ class Media:
             key: item for key, item in value.items() if key not in ("data", "url")
         }
         digest = part.sha256
-        shown.update(size=part.size, sha256=digest, placeholder=_placeholder(part))
+        shown.update(size=part.size, sha256=digest, placeholder=describe_content((part,)))
         if digest in self.urls or self._embed(part, digest):
             shown["thumbnail"] = digest
         return shown
@@ -90,35 +90,4 @@ class Media:
 
 def content_label(content: object) -> str:
     """A logged message's content as a label: its text, each binary part as a placeholder."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if not isinstance(content, list):
-        return str(content)
-    bits = []
-    for item in content:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "text":
-            bits.append(str(item.get("text", "")))
-        elif kind in _CLASSES:
-            bits.append(_placeholder(_CLASSES[kind].model_construct(**item)))
-    return " ".join(bits)
-
-
-def _placeholder(part: BinaryPart) -> str:
-    """``[image image/png, 12.3 kB, shot.png]``, as ``actors sessions show`` writes a part."""
-    size = part.size
-    amount = (
-        f"{size} B"
-        if size < 1000
-        else f"{size / 1000:.1f} kB"
-        if size < 1_000_000
-        else f"{size / 1_000_000:.1f} MB"
-    )
-    if part.data is None and part.url is not None:
-        amount = part.url
-    bits = [f"{part.type} {part.media_type}".rstrip(), amount]
-    if part.name:
-        bits.append(part.name)
-    return "[" + ", ".join(bits) + "]"
+    return describe_content(content, sep=" ")
