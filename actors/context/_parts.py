@@ -110,7 +110,7 @@ class BinaryPart(_Frozen):
     type: str
     media_type: str = ""
     data: str | None = None
-    url: str | None = None
+    url: Text | None = None
     name: Text | None = None
 
     @model_validator(mode="before")

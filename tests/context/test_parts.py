@@ -115,6 +115,12 @@ def test_a_message_takes_strs_and_parts_and_logs_them_as_plain_json() -> None:
         UserMessage(content=[])
 
 
+def test_a_lone_surrogate_in_a_part_is_replaced_like_any_text() -> None:
+    part = ImagePart(url="https://x.test/\ud800.png", media_type="image/png", name="a\udc00")
+    assert (part.url, part.name) == ("https://x.test/\ufffd.png", "a\ufffd")
+    json.dumps(UserMessage(content=[part]).model_dump(mode="json"), ensure_ascii=False).encode()
+
+
 def test_content_text_joins_the_text_parts_only() -> None:
     image = ImagePart(data=PNG, media_type="image/png")
     assert content_text((TextPart(text="a"), image, TextPart(text="b"))) == "a\nb"
