@@ -397,6 +397,18 @@ def render(results: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"| compaction | failed: {squeeze.get('error')} | | | | |")
+    shots = s.get("parts") or {"error": "not run"}
+    if "payload_ratio" in shots:
+        with_parts, as_text = shots["parts"], shots["text"]
+        lines.append(
+            f"| {shots['messages']} screenshots in an SQLite log: event payloads | "
+            f"{with_parts['payload_bytes'] / 1e6:.2f} MB, load {fmt_time(with_parts['load_s'])} "
+            f"| as text: {as_text['payload_bytes'] / 1e6:.2f} MB, "
+            f"load {fmt_time(as_text['load_s'])} | {shots['payload_ratio']:.2%} | <= 1 % "
+            f"| {verdict(shots['payload_ratio'] <= shots['target_ratio'])} |"
+        )
+    else:
+        lines.append(f"| parts | failed: {shots.get('error')} | | | | |")
     virt = s.get("virtual") or {"error": "not run"}
     crowd, wake = get(virt, "sessions"), get(virt, "activation")
     if crowd and wake:
@@ -651,6 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections["retention"] = actors_section("retention", args.quick, timeout=3600)
     sections["serve"] = actors_section("serve", args.quick, timeout=3600)
     sections["compaction"] = actors_section("compaction", args.quick, timeout=600)
+    sections["parts"] = actors_section("parts", args.quick, timeout=600)
     sections["store"] = store_section(args.quick)
     sections["sim"] = actors_section("sim", args.quick, timeout=1800)
     sections["sim_http"] = actors_section("sim_http", args.quick, timeout=1800)
