@@ -435,8 +435,48 @@ class HostConformance:
         self.settle(host, cancelled)
         kinds = [e.type for e in ref.context().events]
         assert "cancelled" in kinds[-3:], kinds[-6:]
+        # The root ends first; its descendants take their cancel as messages of their own.
+        self._await_cancelled(host, ref)
         remaining = {n.agent_id: n.status for n in ref.tree().walk() if n.agent_id != ref.agent_id}
         assert all(status in ("cancelled", "stopped") for status in remaining.values()), remaining
+
+    def _await_cancelled(self, host: Any, ref: Any) -> None:
+        """Wait for every descendant of ``ref`` still running or suspended to log its cancel."""
+        final = ("cancelled", "stopped")
+
+        def open_ones() -> set[str]:
+            return {
+                n.agent_id
+                for n in ref.tree().walk()
+                if n.agent_id != ref.agent_id and n.status not in final
+            }
+
+        waiting = open_ones()
+        if not waiting or not hasattr(host, "ref"):
+            return
+        seen: set[str] = set()
+        lock, done = threading.Lock(), threading.Event()
+
+        def watch(agent_id: str) -> Any:
+            def on_event(event: Any) -> None:
+                if event.type == "cancelled":
+                    with lock:
+                        seen.add(agent_id)
+                        if waiting <= seen:
+                            done.set()
+
+            return on_event
+
+        stops = [host.ref(agent_id).subscribe(watch(agent_id)) for agent_id in waiting]
+        try:
+            with lock:  # what ended before the subscriptions is read from the tree
+                waiting &= open_ones()
+                if waiting <= seen:
+                    done.set()
+            self.settle(host, done)
+        finally:
+            for stop in stops:
+                stop()
 
 
 class PeerConformance(HostConformance):
