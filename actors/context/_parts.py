@@ -3,7 +3,7 @@
 A user message, a tool result and a peer message hold either a string or a sequence of parts.
 Binary content is kept as base64 text (what every provider's wire format wants, so nothing is
 encoded twice) with its SHA-256, by which stores keep it once, outside the event that refers
-to it (see `blob_ref` and `inline_blobs`).
+to it (see `actors.store._blobs`).
 
 Bad content is refused at the door, before it can enter a log that every later request of a
 session would carry: a media type that does not name the part's kind, bytes that do not match
@@ -53,7 +53,7 @@ __all__ = [
     "content_text",
     "describe_content",
     "file_part",
-    "has_binary",
+    "part_class",
 ]
 
 BINARY_KINDS: Final = frozenset({"image", "audio", "document"})
@@ -130,11 +130,12 @@ class BinaryPart(_Frozen):
         data = values.get("data")
         given = values.get("media_type")
         media_type = given.strip().lower() if isinstance(given, str) else ""
-        kind = cls.model_fields["type"].default
-        if media_type and not _MEDIA_TYPE.fullmatch(media_type):
-            raise ValueError(f"{media_type!r} is not a media type; give one like 'image/png'")
-        if media_type and kind in BINARY_KINDS:
-            _check_kind(kind, media_type)  # before the bytes: the kind is the likelier slip
+        if media_type:
+            if not _MEDIA_TYPE.fullmatch(media_type):
+                raise ValueError(f"{media_type!r} is not a media type; give one like 'image/png'")
+            values["media_type"] = media_type
+            # Before the bytes: the kind is the likelier slip.
+            _check_kind(cls.model_fields["type"].default, media_type)
         if isinstance(data, bytes | bytearray | memoryview):
             raw = bytes(data)
             if not raw:
@@ -149,14 +150,6 @@ class BinaryPart(_Frozen):
             _check_format(media_type, base64.b64decode(data[:16]))
         return values
 
-    @field_validator("media_type")
-    @classmethod
-    def _media_type(cls, value: str) -> str:
-        value = value.strip().lower()
-        if value and not _MEDIA_TYPE.fullmatch(value):
-            raise ValueError(f"{value!r} is not a media type; give one like 'image/png'")
-        return value
-
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -169,14 +162,11 @@ class BinaryPart(_Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> BinaryPart:
+        # The media type and the bytes were checked as they came in (`_read_input`).
         if (self.data is None) == (self.url is None):
             raise ValueError(f"a {self.type} part takes exactly one of data= and url=")
-        if self.data is not None:
-            if not self.media_type:
-                raise ValueError(f"a {self.type} part given as data needs its media_type")
-            _check_kind(self.type, self.media_type)
-        elif self.media_type:
-            _check_kind(self.type, self.media_type)
+        if self.data is not None and not self.media_type:
+            raise ValueError(f"a {self.type} part given as data needs its media_type")
         return self
 
     @model_serializer(mode="wrap")
@@ -184,11 +174,6 @@ class BinaryPart(_Frozen):
         # Logged parts leave out what they do not have: no "url": null beside the data.
         dumped: dict[str, Any] = handler(self)
         return {key: value for key, value in dumped.items() if value is not None}
-
-    @property
-    def kind(self) -> str:
-        """``image``, ``audio`` or ``document``."""
-        return self.type
 
     @cached_property
     def bytes(self) -> bytes:
@@ -350,22 +335,16 @@ def file_part(
         raise InvalidContentError(
             f"cannot tell the media type of {name or 'the bytes'}; pass media_type='...'"
         )
-    major = media_type.partition("/")[0]
-    cls: type[ImagePart | AudioPart | DocumentPart] = (
-        ImagePart if major == "image" else AudioPart if major == "audio" else DocumentPart
-    )
-    part: ImagePart | AudioPart | DocumentPart = checked_part(
-        cls, data=data, media_type=media_type, name=name
-    )
-    return part
-
-
-def checked_part(cls: type[Any], **fields: Any) -> Any:
-    """``cls(**fields)`` with a validation error turned into `InvalidContentError`."""
     try:
-        return cls(**fields)
+        return part_class(media_type)(data=data, media_type=media_type, name=name)
     except ValidationError as exc:
         raise InvalidContentError(_first_problem(exc)) from None
+
+
+def part_class(media_type: str) -> type[ImagePart | AudioPart | DocumentPart]:
+    """The class of part for ``media_type``: image, audio, or else a document."""
+    major = media_type.partition("/")[0]
+    return ImagePart if major == "image" else AudioPart if major == "audio" else DocumentPart
 
 
 def _first_problem(exc: Any) -> str:
@@ -423,11 +402,6 @@ def content_json(content: Content) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     return [part.model_dump(mode="json") for part in content]
-
-
-def has_binary(content: Content) -> bool:
-    """Whether ``content`` holds an image, audio or document part."""
-    return not isinstance(content, str) and any(p.type != "text" for p in content)
 
 
 def content_size(content: Content) -> int:

@@ -54,14 +54,12 @@ from starlette.routing import BaseRoute, Route
 
 from actors import AgentRef, Answer, Request, RunEnded, RunResult, StreamEvent, __version__
 from actors.context._parts import (
-    AudioPart,
     BinaryPart,
     Content,
-    DocumentPart,
-    ImagePart,
     InvalidContentError,
     coerce_content,
     file_part,
+    part_class,
 )
 from actors.serve._api_error import ApiError
 from actors.serve._state import Server
@@ -362,9 +360,7 @@ def _parts_of(message: Message) -> Content:
 
 
 def _url_part(url: str, media_type: str, filename: str) -> BinaryPart:
-    major = media_type.partition("/")[0]
-    kind = ImagePart if major == "image" else AudioPart if major == "audio" else DocumentPart
-    return kind(url=url, media_type=media_type, name=filename or None)
+    return part_class(media_type)(url=url, media_type=media_type, name=filename or None)
 
 
 def answers_of(message: Message, opened: list[Request]) -> dict[str, Answer]:
